@@ -1,0 +1,265 @@
+// Package backend defines the small interface that storage drivers implement.
+//
+// Application code uses package state; this package is for people writing or
+// testing drivers. A driver stores records (a key, an opaque value and a few
+// fields of metadata) in isolated namespaces and offers five primitives: read
+// one or many records, list records by key prefix in byte order, count them,
+// apply one atomic conditional multi-key commit, and read the history log.
+// Everything the state package promises about key-value entries, workflows,
+// leases, sessions and history is built once, in package state, on these
+// primitives. Drivers may additionally implement the optional interfaces in
+// optional.go to offer faster native paths; package state falls back to the
+// primitives when they are absent.
+//
+// # Time
+//
+// Drivers never decide what "now" is on their own except when told to: every
+// call carries a now. A zero now means "use your own clock", which a driver
+// shared by several processes (Redis, PostgreSQL) interprets as the server's
+// clock so that every process agrees on expiry; embedded drivers use the
+// process clock. A record is live at now when it has no expiry or its expiry
+// is strictly after now: a record whose ExpiresAt equals now is expired. All
+// times are handled with millisecond precision.
+//
+// # Revisions
+//
+// Every successful commit that writes anything gets a new revision, strictly
+// greater than every earlier revision of the namespace, and shared by every
+// record the commit writes. Revisions are never reused, not even after a
+// namespace is reset, so they can serve as fencing tokens.
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by Driver.Get when the key is absent or expired.
+var ErrNotFound = errors.New("not found")
+
+// ErrClosed is returned by every method of a driver after Close.
+var ErrClosed = errors.New("store is closed")
+
+// Driver is a storage backend. Its methods must be safe for concurrent use.
+// Failed conditions are results, not errors; errors mean the driver could not
+// do what was asked (I/O failure, cancelled context, closed driver) and must
+// wrap the cause with %w so that errors.Is works on it.
+type Driver interface {
+	// Name returns the backend's short name, such as "sqlite" or "redis".
+	Name() string
+
+	// Get returns the record at key if it is live at now, or ErrNotFound.
+	Get(ctx context.Context, ns, key string, now time.Time) (Record, error)
+
+	// GetMany returns one record per key, in the order of q.Keys. An absent
+	// key gives a Record with only Key set (Revision 0). Expired records are
+	// reported as absent unless q.IncludeExpired is set, in which case they are
+	// returned with Expired set.
+	GetMany(ctx context.Context, q *GetQuery) ([]Record, error)
+
+	// List returns the live records whose keys start with q.Prefix and sort
+	// strictly after q.After, in ascending byte order of key, at most q.Limit
+	// of them. The prefix is literal: no byte has a special meaning.
+	List(ctx context.Context, q *ListQuery) ([]Record, error)
+
+	// Count returns, for each prefix of q.Prefixes, the number of live records
+	// whose keys start with it, and the number of history events of q.NS.
+	Count(ctx context.Context, q *CountQuery) (Counts, error)
+
+	// Commit checks every Cond of txn.If at txn.Now and, only if all hold,
+	// applies every Op of txn.Then in order and appends txn.Events, all
+	// atomically: either everything is applied or nothing is. A failed
+	// condition returns Result{Committed: false} and a nil error.
+	Commit(ctx context.Context, txn *Txn) (Result, error)
+
+	// History returns events of q.NS newest first: those with ID < q.Before
+	// (all when Before is 0) and, when q.Key is set, only those with that key.
+	History(ctx context.Context, q *HistoryQuery) ([]Event, error)
+
+	// Reset deletes every record and event of q.NS in one atomic step. It
+	// does not reset the namespace's revision counter or event IDs.
+	Reset(ctx context.Context, q *ResetQuery) (ResetResult, error)
+
+	// Close releases the driver's resources. Calls after Close return
+	// ErrClosed, and so does a second Close.
+	Close() error
+}
+
+// Record is one stored item.
+type Record struct {
+	// Key is the record's key within its namespace.
+	Key string
+	// Value is the stored bytes, opaque to the driver.
+	Value []byte
+	// Writer identifies who wrote the record last (an agent id), or "".
+	Writer string
+	// Revision is the revision of the commit that last wrote the record;
+	// 0 means the record is absent.
+	Revision int64
+	// CreateRevision is the revision at which the record was last created:
+	// a Put on an absent or expired key sets it to the commit's revision, a
+	// Put on a live key keeps it.
+	CreateRevision int64
+	// UpdatedAt is the time given by the Op that last wrote the record.
+	UpdatedAt time.Time
+	// ExpiresAt is when the record expires; zero means never.
+	ExpiresAt time.Time
+	// Expired is set by GetMany with IncludeExpired for records that are
+	// present but no longer live.
+	Expired bool
+}
+
+// Found reports whether the record is present (live, or expired but
+// included on request).
+func (r Record) Found() bool { return r.Revision != 0 }
+
+// Live reports whether the record is present and not expired.
+func (r Record) Live() bool { return r.Revision != 0 && !r.Expired }
+
+// GetQuery asks GetMany for several records.
+type GetQuery struct {
+	NS             string
+	Keys           []string
+	Now            time.Time
+	IncludeExpired bool
+}
+
+// ListQuery asks List for a page of records.
+type ListQuery struct {
+	NS     string
+	Prefix string
+	// After is an exclusive lower bound on keys; "" starts at the prefix.
+	After string
+	// Limit is the maximum number of records; it is always positive.
+	Limit int
+	Now   time.Time
+	// KeysOnly allows the driver to leave Value empty.
+	KeysOnly bool
+}
+
+// CountQuery asks Count for the number of live records under each prefix.
+type CountQuery struct {
+	NS       string
+	Prefixes []string
+	Now      time.Time
+}
+
+// Counts is the answer to a CountQuery.
+type Counts struct {
+	// Prefixes holds one count per CountQuery prefix, in order.
+	Prefixes []int64
+	// Events is the number of history events stored for the namespace.
+	Events int64
+}
+
+// OpKind says what an Op does.
+type OpKind uint8
+
+// The kinds of Op.
+const (
+	// OpPut writes a record.
+	OpPut OpKind = iota + 1
+	// OpDelete removes a record; deleting an absent key is not an error.
+	OpDelete
+)
+
+// Op is one write of a commit.
+type Op struct {
+	Kind  OpKind
+	Key   string
+	Value []byte
+	// Writer is stored as Record.Writer.
+	Writer string
+	// TTL makes the record expire TTL after the commit's now; 0 means never.
+	TTL time.Duration
+	// Time is stored as Record.UpdatedAt.
+	Time time.Time
+}
+
+// Cond is a condition on one key, checked at the commit's now.
+type Cond struct {
+	Key string
+	// Revision is the revision the key's live record must have; 0 means the
+	// key must be absent or expired.
+	Revision int64
+}
+
+// Txn is an atomic conditional commit.
+type Txn struct {
+	NS string
+	// Now is the time conditions and TTLs are evaluated at; zero means the
+	// driver's own clock.
+	Now    time.Time
+	If     []Cond
+	Then   []Op
+	Events []Event
+}
+
+// Result is the outcome of a Commit.
+type Result struct {
+	// Committed is false when a condition failed; nothing was applied then.
+	Committed bool
+	// Revision is the commit's revision when it committed and wrote
+	// something (0 for a commit with no Ops).
+	Revision int64
+	// Failed is the index in Txn.If of the first failed condition, or -1.
+	Failed int
+	// Current is the live revision of the failed condition's key (0 if absent
+	// or expired).
+	Current int64
+	// Now is the time the commit was evaluated at (Txn.Now when it was set).
+	Now time.Time
+}
+
+// Event is one entry of the history log.
+type Event struct {
+	// ID is assigned by the driver when the event is appended; IDs increase
+	// in append order and are never reused within a namespace.
+	ID int64
+	// Revision is the revision of the commit that appended the event.
+	Revision int64
+	Key      string
+	Op       string
+	// Value is the new value (JSON), or nil.
+	Value []byte
+	// Prev is the previous value (JSON), or nil.
+	Prev []byte
+	// PrevOf, when set on an event being committed, asks the driver to fill
+	// Prev with the value of that record if it is live before the commit's
+	// Ops are applied. It is not stored.
+	PrevOf string
+	Writer string
+	// Time is when the event happened; a zero Time on an event being
+	// committed is replaced by the commit's now.
+	Time time.Time
+}
+
+// HistoryQuery asks History for events, newest first.
+type HistoryQuery struct {
+	NS string
+	// Key restricts the answer to events of one key; "" means all.
+	Key string
+	// Before is an exclusive upper bound on event IDs; 0 means none.
+	Before int64
+	// Limit is the maximum number of events; it is always positive.
+	Limit int
+}
+
+// ResetQuery asks Reset to wipe a namespace.
+type ResetQuery struct {
+	NS string
+	// CountPrefixes lists the key prefixes whose deleted records are counted
+	// in ResetResult.Records; records under other prefixes are deleted too but
+	// not counted.
+	CountPrefixes []string
+}
+
+// ResetResult reports what Reset deleted.
+type ResetResult struct {
+	// Records is the number of deleted records under ResetQuery.CountPrefixes,
+	// expired ones included.
+	Records int64
+	// Events is the number of deleted history events.
+	Events int64
+}

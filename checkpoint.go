@@ -1,0 +1,233 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/statesidecar/state/backend"
+	"github.com/statesidecar/state/internal/layout"
+)
+
+// A StepOutput is the stored output of one checkpointed step.
+type StepOutput struct {
+	Step   int64
+	Output json.RawMessage
+}
+
+// A Resume is everything a worker needs to continue a run.
+type Resume struct {
+	Run      Run
+	LastStep int64
+	// Outputs holds every checkpointed step's output, by ascending step.
+	Outputs []StepOutput
+}
+
+// Checkpoint stores output as the output of step (replaying a step
+// overwrites it), raises the run's last step to step if it is higher, moves
+// a created or claimed run to running and extends the live claim, if any, by
+// its claim TTL: every checkpoint is a heartbeat.
+//
+// It honours WithAgent and WithFence, which reject the write with a
+// *NotHeldError unless the caller still holds the live claim (a stale worker
+// whose claim expired and was taken over cannot overwrite its successor), and
+// WithStatus(StatusDone or StatusFailed), which finishes the run in the same
+// atomic write. A finished run accepts no more checkpoints (a *ClaimError
+// matching ErrFinished), except an exact replay of the one that finished it.
+// An unknown run is an error matching ErrNotFound.
+func (s *Store) Checkpoint(ctx context.Context, id string, step int64, output any, opts ...Option) (Run, error) {
+	r, err := s.checkpoint(ctx, id, step, output, collect(opts))
+	return r, wrap("workflow.checkpoint", id, err)
+}
+
+func (s *Store) checkpoint(ctx context.Context, id string, step int64, output any, o callOptions) (Run, error) {
+	if err := s.checkRunID(id); err != nil {
+		return Run{}, err
+	}
+	if step < 0 || step > maxStep {
+		return Run{}, invalid("step", "must be between 0 and 2^53, got %d", step)
+	}
+	if o.status != "" && !o.status.Finished() {
+		return Run{}, invalid("status", "must be done or failed to finish the run, got %q", o.status)
+	}
+	if err := checkOptionalID("agent_id", o.agent, s.c.opts.Limits.MaxIDBytes); err != nil {
+		return Run{}, err
+	}
+	out, err := encodeJSON("output", output, s.c.opts.Limits.MaxValueBytes)
+	if err != nil {
+		return Run{}, err
+	}
+	done, err := s.enter()
+	if err != nil {
+		return Run{}, err
+	}
+	defer done()
+	var res Run
+	keys := []string{layout.Run(id), layout.Claim(id), layout.Output(id, step)}
+	_, err = s.update(ctx, keys, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
+		rr, cr, or := recs[0], recs[1], recs[2]
+		if !rr.Live() {
+			return nil, ErrNotFound
+		}
+		v, err := decodeRun(rr)
+		if err != nil {
+			return nil, err
+		}
+		st := Status(v.Status)
+		if st.Finished() {
+			if o.status == st && or.Live() && bytes.Equal(or.Value, out) {
+				res = runOf(id, v, backend.Record{})
+				return nil, nil // a replay of the checkpoint that finished the run
+			}
+			return nil, &ClaimError{Status: st, Holder: v.AgentID}
+		}
+		if err := s.checkHolder(o, cr, v); err != nil {
+			return nil, err
+		}
+		nv := *v
+		nv.LastStep = max(nv.LastStep, step)
+		switch {
+		case o.status != "":
+			nv.Status = string(o.status)
+		case st == StatusCreated || st == StatusClaimed:
+			nv.Status = string(StatusRunning)
+		}
+		nv.UpdatedAt = layout.Ms(now)
+		txn := runWrite(id, v, &nv, now)
+		txn.Then = append(txn.Then, backend.Op{Kind: backend.OpPut, Key: layout.Output(id, step), Value: out, Writer: o.agent, Time: now})
+		st2 := step
+		txn.Events = []backend.Event{{Key: id, Op: "workflow.checkpoint", Value: layout.EventOf(&nv, &st2), Prev: layout.EventOf(v, nil), Writer: o.agent}}
+		claim := backend.Record{}
+		switch {
+		case o.status != "":
+			txn.Then = append(txn.Then, backend.Op{Kind: backend.OpDelete, Key: layout.Claim(id)})
+			txn.Events = append(txn.Events, backend.Event{Key: id, Op: "workflow.finish", Value: layout.EventOf(&nv, nil), Writer: o.agent})
+		case cr.Live():
+			ttl := claimTTLOf(cr, s.c.opts.ClaimTTL)
+			txn.Then = append(txn.Then, backend.Op{Kind: backend.OpPut, Key: layout.Claim(id), Value: cr.Value, Writer: cr.Writer, TTL: ttl, Time: now})
+			claim = backend.Record{Revision: 1, ExpiresAt: now.Add(ttl)}
+		case cr.Found():
+			claim = cr
+		}
+		res = runOf(id, &nv, claim)
+		return txn, nil
+	})
+	return res, err
+}
+
+// checkHolder enforces WithAgent and WithFence: the caller must hold the
+// run's live claim.
+func (s *Store) checkHolder(o callOptions, cr backend.Record, v *layout.RunValue) error {
+	if o.agent == "" && !o.fenceSet {
+		return nil
+	}
+	if !cr.Live() || (o.agent != "" && cr.Writer != o.agent) || (o.fenceSet && o.fence != v.Fence) {
+		return notHeld(cr, v)
+	}
+	return nil
+}
+
+// CompleteRun finishes run id as done. It honours WithAgent and WithFence
+// (see Checkpoint). Completing a done run again succeeds without change.
+func (s *Store) CompleteRun(ctx context.Context, id string, opts ...Option) (Run, error) {
+	r, err := s.finish(ctx, id, StatusDone, collect(opts))
+	return r, wrap("workflow.complete", id, err)
+}
+
+// FailRun finishes run id as failed. It honours WithAgent and WithFence
+// (see Checkpoint). Failing a failed run again succeeds without change.
+func (s *Store) FailRun(ctx context.Context, id string, opts ...Option) (Run, error) {
+	r, err := s.finish(ctx, id, StatusFailed, collect(opts))
+	return r, wrap("workflow.fail", id, err)
+}
+
+func (s *Store) finish(ctx context.Context, id string, status Status, o callOptions) (Run, error) {
+	if err := s.checkRunID(id); err != nil {
+		return Run{}, err
+	}
+	if err := checkOptionalID("agent_id", o.agent, s.c.opts.Limits.MaxIDBytes); err != nil {
+		return Run{}, err
+	}
+	done, err := s.enter()
+	if err != nil {
+		return Run{}, err
+	}
+	defer done()
+	var res Run
+	_, err = s.update(ctx, []string{layout.Run(id), layout.Claim(id)}, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
+		rr, cr := recs[0], recs[1]
+		if !rr.Live() {
+			return nil, ErrNotFound
+		}
+		v, err := decodeRun(rr)
+		if err != nil {
+			return nil, err
+		}
+		if st := Status(v.Status); st.Finished() {
+			if st == status {
+				res = runOf(id, v, backend.Record{})
+				return nil, nil
+			}
+			return nil, &ClaimError{Status: st, Holder: v.AgentID}
+		}
+		if err := s.checkHolder(o, cr, v); err != nil {
+			return nil, err
+		}
+		nv := *v
+		nv.Status = string(status)
+		nv.UpdatedAt = layout.Ms(now)
+		txn := runWrite(id, v, &nv, now)
+		txn.Then = append(txn.Then, backend.Op{Kind: backend.OpDelete, Key: layout.Claim(id)})
+		txn.Events = []backend.Event{{Key: id, Op: "workflow.finish", Value: layout.EventOf(&nv, nil), Prev: layout.EventOf(v, nil), Writer: o.agent}}
+		res = runOf(id, &nv, backend.Record{})
+		return txn, nil
+	})
+	return res, err
+}
+
+// ResumeRun returns run id with its last step and every step output, by
+// ascending step, or an error matching ErrNotFound.
+func (s *Store) ResumeRun(ctx context.Context, id string) (Resume, error) {
+	r, err := s.resume(ctx, id)
+	return r, wrap("workflow.resume", id, err)
+}
+
+func (s *Store) resume(ctx context.Context, id string) (Resume, error) {
+	if err := s.checkRunID(id); err != nil {
+		return Resume{}, err
+	}
+	done, err := s.enter()
+	if err != nil {
+		return Resume{}, err
+	}
+	defer done()
+	runs, err := s.loadRuns(ctx, []string{id})
+	if err != nil {
+		return Resume{}, err
+	}
+	if runs[0] == nil {
+		return Resume{}, ErrNotFound
+	}
+	res := Resume{Run: *runs[0], LastStep: runs[0].LastStep, Outputs: []StepOutput{}}
+	prefix := layout.Outputs(id)
+	after := ""
+	for {
+		_, now := s.now()
+		recs, err := s.c.drv.List(ctx, &backend.ListQuery{NS: s.ns, Prefix: prefix, After: after, Limit: 500, Now: now})
+		if err != nil {
+			return Resume{}, err
+		}
+		for _, r := range recs {
+			step, err := layout.StepOf(id, r.Key)
+			if err != nil {
+				continue // not an output key of this run
+			}
+			res.Outputs = append(res.Outputs, StepOutput{Step: step, Output: r.Value})
+		}
+		if len(recs) < 500 {
+			return res, nil
+		}
+		after = recs[len(recs)-1].Key
+	}
+}

@@ -1,0 +1,52 @@
+package state
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/statesidecar/state/backend"
+)
+
+// A Clock tells a Store what time it is. Inject one with Options.Clock to
+// drive TTLs in tests without sleeping (see package statetest).
+type Clock interface {
+	Now() time.Time
+}
+
+// ClockFunc adapts a function to a Clock.
+type ClockFunc func() time.Time
+
+// Now returns f().
+func (f ClockFunc) Now() time.Time { return f() }
+
+// systemClock is the process clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// serverClock follows the clock of a shared backend server: it measures the
+// server's offset from the process clock now and then and applies it. Only
+// timestamps the store writes come from it; expiry itself is decided by the
+// server (the store passes a zero now to the driver).
+type serverClock struct {
+	src    backend.ServerClock
+	offset atomic.Int64 // nanoseconds to add to the process clock
+}
+
+func (c *serverClock) Now() time.Time {
+	return time.Now().Add(time.Duration(c.offset.Load()))
+}
+
+// sync measures the offset, assuming the request and reply took equally long.
+func (c *serverClock) sync(ctx context.Context) error {
+	t0 := time.Now()
+	st, err := c.src.ServerTime(ctx)
+	if err != nil {
+		return err
+	}
+	t1 := time.Now()
+	mid := t0.Add(t1.Sub(t0) / 2)
+	c.offset.Store(int64(st.Sub(mid)))
+	return nil
+}

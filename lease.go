@@ -1,0 +1,173 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/statesidecar/state/backend"
+	"github.com/statesidecar/state/internal/layout"
+)
+
+// A Lease is an exclusive, expiring lock on a resource.
+type Lease struct {
+	Resource string
+	Holder   string
+	// Fence is the lease's fencing token: it is the same for every renewal
+	// of one tenure and greater than the fence of every earlier tenure of the
+	// resource, across release, expiry and Reset. Give it to the resource you
+	// protect so that it can refuse a stale holder.
+	Fence     int64
+	ExpiresAt time.Time
+	// TTL is the duration the lease was last acquired or renewed for.
+	TTL time.Duration
+	// Takeover is set when TryAcquire took the lease from a holder whose
+	// lease had expired without being released.
+	Takeover bool
+}
+
+// TryAcquire takes the lease on resource for holder for ttl, if it is free or
+// expired. The holder acquiring its own live lease again extends it and keeps
+// its fence, so that a retried call cannot lock its own caller out. When
+// another holder has it, the error is a *HeldError matching ErrLeaseHeld.
+func (s *Store) TryAcquire(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error) {
+	l, err := s.leaseOp(ctx, leaseAcquire, resource, holder, ttl)
+	return l, wrap("lease.acquire", resource, err)
+}
+
+// Renew extends holder's live lease on resource to now + ttl. It fails with
+// a *NotHeldError when holder does not hold a live lease on resource.
+func (s *Store) Renew(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error) {
+	l, err := s.leaseOp(ctx, leaseRenew, resource, holder, ttl)
+	return l, wrap("lease.renew", resource, err)
+}
+
+// Release frees holder's live lease on resource and reports whether it did;
+// it reports false, without error, when holder does not hold a live lease
+// (an expired lease is held by no one).
+func (s *Store) Release(ctx context.Context, resource, holder string) (bool, error) {
+	_, err := s.leaseOp(ctx, leaseRelease, resource, holder, 0)
+	if err == nil {
+		return true, nil
+	}
+	if err == errNotReleased {
+		return false, nil
+	}
+	return false, wrap("lease.release", resource, err)
+}
+
+// GetLease returns the live lease on resource, or an error matching
+// ErrNotFound when it is free.
+func (s *Store) GetLease(ctx context.Context, resource string) (Lease, error) {
+	if err := checkKey("resource_id", resource, s.c.opts.Limits.MaxKeyBytes); err != nil {
+		return Lease{}, wrap("lease.get", resource, err)
+	}
+	done, err := s.enter()
+	if err != nil {
+		return Lease{}, wrap("lease.get", resource, err)
+	}
+	defer done()
+	_, now := s.now()
+	r, err := s.c.drv.Get(ctx, s.ns, layout.Lease(resource), now)
+	if err != nil {
+		return Lease{}, wrap("lease.get", resource, err)
+	}
+	return Lease{Resource: resource, Holder: r.Writer, Fence: r.CreateRevision, ExpiresAt: r.ExpiresAt,
+		TTL: leaseTTLOf(r)}, nil
+}
+
+type leaseAction int
+
+const (
+	leaseAcquire leaseAction = iota
+	leaseRenew
+	leaseRelease
+)
+
+// errNotReleased is Release's internal "nothing to release".
+var errNotReleased = &NotHeldError{}
+
+// leaseOp validates and runs one lease operation as an atomic
+// read-modify-write of the lease record.
+func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder string, ttl time.Duration) (Lease, error) {
+	lim := s.c.opts.Limits
+	if err := checkKey("resource_id", resource, lim.MaxKeyBytes); err != nil {
+		return Lease{}, err
+	}
+	if err := checkKey("holder_id", holder, lim.MaxIDBytes); err != nil {
+		return Lease{}, err
+	}
+	if act != leaseRelease {
+		if err := checkTTL("ttl", ttl); err != nil {
+			return Lease{}, err
+		}
+	}
+	done, err := s.enter()
+	if err != nil {
+		return Lease{}, err
+	}
+	defer done()
+	rk := layout.Lease(resource)
+	var out Lease
+	res, err := s.update(ctx, []string{rk}, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
+		r := recs[0]
+		mine := r.Live() && r.Writer == holder
+		out = Lease{Resource: resource, Holder: holder, TTL: ttl, ExpiresAt: now.Add(ttl)}
+		put := backend.Op{Kind: backend.OpPut, Key: rk, Value: leaseValue(ttl), Writer: holder, TTL: ttl, Time: now}
+		ev := backend.Event{Key: resource, Writer: holder}
+		if r.Live() {
+			ev.Prev = layout.LeaseEventOf(r.Writer, r.CreateRevision, r.ExpiresAt)
+		}
+		switch {
+		case act == leaseRelease && !mine:
+			return nil, errNotReleased
+		case act == leaseRelease:
+			out.ExpiresAt, out.Fence = now, r.CreateRevision
+			ev.Op = "lease.release"
+			return &backend.Txn{Then: []backend.Op{{Kind: backend.OpDelete, Key: rk}}, Events: []backend.Event{ev}}, nil
+		case act == leaseRenew && !mine:
+			if r.Live() {
+				return nil, &NotHeldError{Holder: r.Writer}
+			}
+			return nil, &NotHeldError{}
+		case !mine && r.Live():
+			return nil, &HeldError{Holder: r.Writer, ExpiresAt: r.ExpiresAt}
+		case mine:
+			out.Fence = r.CreateRevision
+			ev.Op = "lease.acquire"
+			if act == leaseRenew {
+				ev.Op = "lease.renew"
+			}
+		default: // free, or expired: a new tenure whose fence is this commit's revision
+			out.Takeover = r.Found() && r.Writer != holder
+			ev.Op = "lease.acquire"
+			if out.Takeover {
+				ev.Op = "lease.takeover"
+				ev.Prev = layout.LeaseEventOf(r.Writer, r.CreateRevision, r.ExpiresAt)
+			}
+		}
+		ev.Value = layout.LeaseEventOf(holder, out.Fence, out.ExpiresAt)
+		return &backend.Txn{Then: []backend.Op{put}, Events: []backend.Event{ev}}, nil
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	if out.Fence == 0 {
+		out.Fence = res.Revision
+	}
+	return out, nil
+}
+
+// leaseValue records a lease's TTL in its record, for GetLease.
+func leaseValue(ttl time.Duration) []byte {
+	b, _ := json.Marshal(map[string]int64{"ttl_ms": ttl.Milliseconds()})
+	return b
+}
+
+func leaseTTLOf(r backend.Record) time.Duration {
+	var v struct {
+		TTL int64 `json:"ttl_ms"`
+	}
+	_ = json.Unmarshal(r.Value, &v)
+	return time.Duration(v.TTL) * time.Millisecond
+}

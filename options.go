@@ -1,0 +1,201 @@
+package state
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Options configure a Store. A nil *Options means all defaults.
+type Options struct {
+	// Clock decides "now". Defaults to the process clock, except for drivers
+	// shared by several processes (Redis), where the server's clock decides
+	// expiry so that every process agrees. Setting Clock makes the store pass
+	// its time to every backend, which is what tests want.
+	Clock Clock
+	// Logger receives background errors (sweeping). Defaults to discarding.
+	Logger *slog.Logger
+	// Namespace is the namespace the store starts in. Defaults to "default".
+	Namespace string
+	// Limits bound the size of inputs. Zero fields take their defaults.
+	Limits Limits
+	// ClaimTTL is how long a workflow claim lives without a heartbeat when a
+	// claim does not say. Defaults to 10 minutes.
+	ClaimTTL time.Duration
+	// SweepInterval is how often expired records and old history are
+	// physically removed in the background. Defaults to 1 minute; a negative
+	// value disables the background sweeper (Sweep still works).
+	SweepInterval time.Duration
+	// SweepGrace keeps an expired record this long before it is removed, so
+	// that a lease acquired after its holder's lease expired is recorded as a
+	// takeover. Expired records are invisible at once regardless. Defaults to
+	// 1 minute.
+	SweepGrace time.Duration
+	// HistoryMaxAge removes history entries older than this. Defaults to 7
+	// days; a negative value keeps entries regardless of age.
+	HistoryMaxAge time.Duration
+	// HistoryMaxEvents keeps at most this many newest history entries per
+	// namespace. Defaults to 100,000; a negative value means no limit.
+	HistoryMaxEvents int64
+	// LeasePollInterval is the longest a blocking Acquire waits before trying
+	// again. Defaults to 100 milliseconds.
+	LeasePollInterval time.Duration
+}
+
+// Limits bound the size of inputs; larger inputs are rejected with a
+// *FieldError. Zero fields take their defaults.
+type Limits struct {
+	// MaxKeyBytes bounds keys, run ids, resource ids and session ids.
+	// Defaults to 1024.
+	MaxKeyBytes int
+	// MaxIDBytes bounds agent and holder ids, workflow names and tag keys and
+	// values. Defaults to 256.
+	MaxIDBytes int
+	// MaxValueBytes bounds values, step outputs and session contexts (as
+	// JSON). Defaults to 1 MiB.
+	MaxValueBytes int
+	// MaxTags bounds the number of tags of a run. Defaults to 32.
+	MaxTags int
+	// MaxBatch bounds the number of items of a batch. Defaults to 1000.
+	MaxBatch int
+}
+
+// Defaults of Options and Limits.
+const (
+	DefaultNamespace        = "default"
+	DefaultClaimTTL         = 10 * time.Minute
+	DefaultSweepInterval    = time.Minute
+	DefaultSweepGrace       = time.Minute
+	DefaultHistoryMaxAge    = 7 * 24 * time.Hour
+	DefaultHistoryMaxEvents = 100_000
+	DefaultLeasePoll        = 100 * time.Millisecond
+	DefaultMaxKeyBytes      = 1024
+	DefaultMaxIDBytes       = 256
+	DefaultMaxValueBytes    = 1 << 20
+	DefaultMaxTags          = 32
+	DefaultMaxBatch         = 1000
+)
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.Namespace == "" {
+		r.Namespace = DefaultNamespace
+	}
+	if r.ClaimTTL <= 0 {
+		r.ClaimTTL = DefaultClaimTTL
+	}
+	if r.SweepInterval == 0 {
+		r.SweepInterval = DefaultSweepInterval
+	}
+	if r.SweepGrace <= 0 {
+		r.SweepGrace = DefaultSweepGrace
+	}
+	if r.HistoryMaxAge == 0 {
+		r.HistoryMaxAge = DefaultHistoryMaxAge
+	}
+	if r.HistoryMaxEvents == 0 {
+		r.HistoryMaxEvents = DefaultHistoryMaxEvents
+	}
+	if r.LeasePollInterval <= 0 {
+		r.LeasePollInterval = DefaultLeasePoll
+	}
+	l := &r.Limits
+	if l.MaxKeyBytes <= 0 {
+		l.MaxKeyBytes = DefaultMaxKeyBytes
+	}
+	if l.MaxIDBytes <= 0 {
+		l.MaxIDBytes = DefaultMaxIDBytes
+	}
+	if l.MaxValueBytes <= 0 {
+		l.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if l.MaxTags <= 0 {
+		l.MaxTags = DefaultMaxTags
+	}
+	if l.MaxBatch <= 0 {
+		l.MaxBatch = DefaultMaxBatch
+	}
+	return r
+}
+
+// An Option configures a single call. Each method's documentation lists the
+// options it honours; it ignores the others.
+type Option func(*callOptions)
+
+type callOptions struct {
+	ttl       time.Duration
+	ttlSet    bool
+	agent     string
+	version   int64
+	versionOK bool
+	claimTTL  time.Duration
+	fence     int64
+	fenceSet  bool
+	status    Status
+	limit     int
+	cursor    string
+}
+
+func collect(opts []Option) callOptions {
+	var o callOptions
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o
+}
+
+// WithTTL makes a key-value entry or session expire ttl after the write. It
+// must be at least one millisecond. Without it a write clears an earlier TTL.
+func WithTTL(ttl time.Duration) Option {
+	return func(o *callOptions) { o.ttl, o.ttlSet = ttl, true }
+}
+
+// WithAgent records who writes (Set, SetMany, SaveSession, CreateRun) and,
+// for Checkpoint, CompleteRun and FailRun, requires that this agent holds
+// the run's live claim.
+func WithAgent(agentID string) Option {
+	return func(o *callOptions) { o.agent = agentID }
+}
+
+// IfVersion makes Set, Delete, SaveSession and DeleteSession a
+// compare-and-set: the write happens only if the current version equals
+// version, where 0 means the key must be absent. Otherwise the call fails
+// with a *ConflictError naming the current version.
+func IfVersion(version int64) Option {
+	return func(o *callOptions) { o.version, o.versionOK = version, true }
+}
+
+// WithClaimTTL sets how long a claim lives without a heartbeat (ClaimRun).
+func WithClaimTTL(ttl time.Duration) Option {
+	return func(o *callOptions) { o.claimTTL = ttl }
+}
+
+// WithFence requires, for Checkpoint, CompleteRun and FailRun, that the
+// caller's claim still carries this fence token: a worker whose claim
+// expired and was taken over cannot overwrite its successor.
+func WithFence(fence int64) Option {
+	return func(o *callOptions) { o.fence, o.fenceSet = fence, true }
+}
+
+// WithStatus makes a Checkpoint finish the run as StatusDone or
+// StatusFailed in the same atomic write.
+func WithStatus(s Status) Option {
+	return func(o *callOptions) { o.status = s }
+}
+
+// WithLimit bounds the size of a page (List, ListRuns).
+func WithLimit(n int) Option {
+	return func(o *callOptions) { o.limit = n }
+}
+
+// WithCursor continues a listing after the page that returned cursor.
+func WithCursor(cursor string) Option {
+	return func(o *callOptions) { o.cursor = cursor }
+}
