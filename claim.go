@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -68,6 +69,9 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 		return Claim{}, err
 	}
 	defer done()
+	if c, ok := s.c.drv.(backend.Claimer); ok {
+		return s.claimNative(ctx, c, id, agent, ttl)
+	}
 	var out Claim
 	_, err = s.update(ctx, []string{layout.Run(id), layout.Claim(id)}, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
 		rr, cr := recs[0], recs[1]
@@ -117,6 +121,32 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 		return Claim{}, err
 	}
 	return out, nil
+}
+
+// claimNative claims through the driver's one-round-trip fast path.
+func (s *Store) claimNative(ctx context.Context, c backend.Claimer, id, agent string, ttl time.Duration) (Claim, error) {
+	_, now := s.now()
+	res, err := c.ClaimRun(ctx, &backend.ClaimQuery{NS: s.ns, Now: now, RunID: id, AgentID: agent, TTL: ttl})
+	if err != nil {
+		return Claim{}, err
+	}
+	if res.Outcome == backend.ClaimNotFound {
+		return Claim{}, ErrNotFound
+	}
+	v, err := decodeRun(res.Run)
+	if err != nil {
+		return Claim{}, err
+	}
+	switch res.Outcome {
+	case backend.ClaimFinished:
+		return Claim{}, &ClaimError{Status: Status(v.Status), Holder: v.AgentID}
+	case backend.ClaimHeld:
+		return Claim{}, &ClaimError{Status: Status(v.Status), Holder: res.Claim.Writer}
+	case backend.ClaimAcquired, backend.ClaimRenewed:
+		return Claim{Run: runOf(id, v, res.Claim), Fence: v.Fence, Attempt: v.Attempt, ExpiresAt: res.Claim.ExpiresAt,
+			Renewed: res.Outcome == backend.ClaimRenewed, Reclaimed: res.Reclaimed}, nil
+	}
+	return Claim{}, fmt.Errorf("driver returned unknown claim outcome %d", res.Outcome)
 }
 
 // claimValue encodes a claim's TTL so that checkpoints can extend it.

@@ -107,6 +107,9 @@ func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder s
 		return Lease{}, err
 	}
 	defer done()
+	if l, ok := s.c.drv.(backend.Leaser); ok {
+		return s.leaseNative(ctx, l, act, resource, holder, ttl)
+	}
 	rk := layout.Lease(resource)
 	var out Lease
 	res, err := s.update(ctx, []string{rk}, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
@@ -154,6 +157,34 @@ func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder s
 	}
 	if out.Fence == 0 {
 		out.Fence = res.Revision
+	}
+	return out, nil
+}
+
+// leaseNative runs a lease operation through the driver's one-round-trip
+// fast path.
+func (s *Store) leaseNative(ctx context.Context, l backend.Leaser, act leaseAction, resource, holder string, ttl time.Duration) (Lease, error) {
+	_, now := s.now()
+	actions := [...]backend.LeaseAction{leaseAcquire: backend.LeaseAcquire, leaseRenew: backend.LeaseRenew, leaseRelease: backend.LeaseRelease}
+	res, err := l.Lease(ctx, &backend.LeaseQuery{NS: s.ns, Now: now, Action: actions[act], Resource: resource, Holder: holder, TTL: ttl})
+	if err != nil {
+		return Lease{}, err
+	}
+	r := res.Lease
+	if !res.OK {
+		switch {
+		case act == leaseRelease:
+			return Lease{}, errNotReleased
+		case act == leaseAcquire && r.Live():
+			return Lease{}, &HeldError{Holder: r.Writer, ExpiresAt: r.ExpiresAt}
+		case r.Live():
+			return Lease{}, &NotHeldError{Holder: r.Writer}
+		}
+		return Lease{}, &NotHeldError{}
+	}
+	out := Lease{Resource: resource, Holder: holder, Fence: r.CreateRevision, ExpiresAt: r.ExpiresAt, TTL: ttl, Takeover: res.Takeover}
+	if act == leaseRelease {
+		out.ExpiresAt, out.TTL = res.Now, 0
 	}
 	return out, nil
 }

@@ -65,3 +65,104 @@ type SweepResult struct {
 type ServerClock interface {
 	ServerTime(ctx context.Context) (time.Time, error)
 }
+
+// Claimer is implemented by drivers that claim a workflow run in one round
+// trip, such as a Lua script in Redis. ClaimRun must follow exactly the rules
+// of state.Store.ClaimRun, write the records package state reads (the run,
+// its claim and its status index entry, in the layout of the module's
+// internal/layout package) and append the same history events.
+//
+// Fallback: package state reads the run and its claim and commits under
+// conditions (natively atomic with an Updater).
+type Claimer interface {
+	ClaimRun(ctx context.Context, q *ClaimQuery) (ClaimResult, error)
+}
+
+// ClaimQuery asks a Claimer to claim a run.
+type ClaimQuery struct {
+	NS string
+	// Now is when the claim happens; zero means the driver's clock.
+	Now     time.Time
+	RunID   string
+	AgentID string
+	// TTL is how long the claim lives without a heartbeat; it is positive.
+	TTL time.Duration
+}
+
+// ClaimOutcome says how a claim ended.
+type ClaimOutcome int
+
+// The outcomes of a claim.
+const (
+	// ClaimNotFound: the run does not exist.
+	ClaimNotFound ClaimOutcome = iota + 1
+	// ClaimFinished: the run is done or failed.
+	ClaimFinished
+	// ClaimHeld: another agent holds a live claim; ClaimResult.Claim is it.
+	ClaimHeld
+	// ClaimAcquired: the agent claimed the run (a fresh claim or a takeover).
+	ClaimAcquired
+	// ClaimRenewed: the agent already held the claim and extended it.
+	ClaimRenewed
+)
+
+// ClaimResult is the outcome of a ClaimRun.
+type ClaimResult struct {
+	Outcome ClaimOutcome
+	// Run is the run record, as written when the claim succeeded.
+	Run Record
+	// Claim is the claim record, as written when the claim succeeded.
+	Claim Record
+	// Reclaimed is set when the claim took over from an expired holder.
+	Reclaimed bool
+	// Now is the time the claim was evaluated at.
+	Now time.Time
+}
+
+// Leaser is implemented by drivers that acquire, renew and release leases in
+// one round trip each. Lease must follow exactly the rules of
+// state.Store.TryAcquire, Renew and Release, keep the lease record in the
+// layout package state reads (Writer is the holder, CreateRevision the
+// fence) and append the same history events.
+//
+// Fallback: package state reads the lease and commits under a condition
+// (natively atomic with an Updater).
+type Leaser interface {
+	Lease(ctx context.Context, q *LeaseQuery) (LeaseResult, error)
+}
+
+// LeaseAction says what a LeaseQuery does.
+type LeaseAction int
+
+// The lease actions.
+const (
+	LeaseAcquire LeaseAction = iota + 1
+	LeaseRenew
+	LeaseRelease
+)
+
+// LeaseQuery asks a Leaser to act on a lease.
+type LeaseQuery struct {
+	NS string
+	// Now is when the action happens; zero means the driver's clock.
+	Now      time.Time
+	Action   LeaseAction
+	Resource string
+	Holder   string
+	// TTL is the lease's new lifetime (acquire, renew); it is positive.
+	TTL time.Duration
+}
+
+// LeaseResult is the outcome of a Lease call.
+type LeaseResult struct {
+	// OK is set when the lease was acquired, renewed or released.
+	OK bool
+	// Takeover is set when an acquire replaced another holder's expired
+	// lease.
+	Takeover bool
+	// Lease is the lease record after the action when OK (for a release, as
+	// it was before); otherwise the live lease that prevented it, if any.
+	Lease Record
+	// Now is the time the action was evaluated at.
+	Now time.Time
+}
