@@ -69,7 +69,7 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 		return Claim{}, err
 	}
 	defer done()
-	if c, ok := s.c.drv.(backend.Claimer); ok {
+	if c := s.c.claimer; c != nil {
 		return s.claimNative(ctx, c, id, agent, ttl)
 	}
 	var out Claim

@@ -107,7 +107,7 @@ func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder s
 		return Lease{}, err
 	}
 	defer done()
-	if l, ok := s.c.drv.(backend.Leaser); ok {
+	if l := s.c.leaser; l != nil {
 		return s.leaseNative(ctx, l, act, resource, holder, ttl)
 	}
 	rk := layout.Lease(resource)

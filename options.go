@@ -36,6 +36,8 @@ type Options struct {
 	// HistoryMaxEvents keeps at most this many newest history entries per
 	// namespace. Defaults to 100,000; a negative value means no limit.
 	HistoryMaxEvents int64
+	// Observer, if set, is told about every backend call (for metrics).
+	Observer Observer
 	// LeasePollInterval is the longest a blocking Acquire waits before trying
 	// again. Defaults to 100 milliseconds.
 	LeasePollInterval time.Duration

@@ -21,8 +21,8 @@ type Store struct {
 
 // core is what every namespace view of a store shares.
 type core struct {
-	drv      backend.Driver
-	upd      backend.Updater // nil when the driver has no native Updater
+	drivers  // the backend, possibly observed
+	raw      backend.Driver
 	clock    Clock
 	server   *serverClock // non-nil when the backend's server decides expiry
 	opts     Options
@@ -46,8 +46,8 @@ func New(d backend.Driver, opts *Options) *Store {
 	if err := checkNamespace(o.Namespace); err != nil {
 		panic("state: New: " + err.Error())
 	}
-	c := &core{drv: d, opts: o, started: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
-	c.upd, _ = d.(backend.Updater)
+	c := &core{drivers: resolve(d, o.Observer), raw: d, opts: o, started: time.Now(),
+		stop: make(chan struct{}), stopped: make(chan struct{})}
 	switch sc, ok := d.(backend.ServerClock); {
 	case o.Clock != nil:
 		c.clock = o.Clock
@@ -80,7 +80,7 @@ func (s *Store) NamespaceName() string { return s.ns }
 func (s *Store) Backend() string { return s.c.drv.Name() }
 
 // Driver returns the backend driver, for tests and tools.
-func (s *Store) Driver() backend.Driver { return s.c.drv }
+func (s *Store) Driver() backend.Driver { return s.c.raw }
 
 // Close stops the background sweeper, waits for calls in flight and closes
 // the backend. Later calls return ErrClosed, and so does a second Close.

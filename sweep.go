@@ -33,8 +33,8 @@ func (s *Store) Sweep(ctx context.Context) (SweepResult, error) {
 
 func (s *Store) sweep(ctx context.Context, stop <-chan struct{}) (SweepResult, error) {
 	var total SweepResult
-	sw, ok := s.c.drv.(backend.Sweeper)
-	if !ok {
+	sw := s.c.sweeper
+	if sw == nil {
 		return total, nil
 	}
 	o := s.c.opts
