@@ -1,0 +1,187 @@
+package sqlitestate
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// maxBatch bounds how many writes share one transaction.
+const maxBatch = 128
+
+// A writeReq is one caller's write, waiting for the batcher.
+type writeReq struct {
+	ctx   context.Context
+	work  func(*wtx) error
+	done  chan error
+	state atomic.Int32
+}
+
+const (
+	reqPending int32 = iota
+	reqTaken
+	reqCancelled
+)
+
+// A batcher runs every write of the driver on its one writing connection,
+// putting the writes that arrive while a transaction runs into the next
+// transaction together (group commit): they share one BEGIN, one COMMIT and
+// one fsync. Each write runs under its own savepoint, so one failing write
+// does not undo the others. A write whose caller gave up before it started
+// is dropped; once started, its caller waits for the outcome, so an error
+// always means "not written" and nil always means "committed".
+type batcher struct {
+	d       *Driver
+	reqs    chan *writeReq
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+func newBatcher(d *Driver) *batcher {
+	b := &batcher{d: d, reqs: make(chan *writeReq), stop: make(chan struct{}), stopped: make(chan struct{})}
+	go b.loop()
+	return b
+}
+
+func (b *batcher) close() {
+	close(b.stop)
+	<-b.stopped
+}
+
+// do runs work in a write transaction and returns its error, or the
+// transaction's.
+func (b *batcher) do(ctx context.Context, work func(*wtx) error) error {
+	r := &writeReq{ctx: ctx, work: work, done: make(chan error, 1)}
+	select {
+	case b.reqs <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqPending, reqCancelled) {
+			return ctx.Err()
+		}
+		return <-r.done // it is running: its outcome decides
+	}
+}
+
+func (b *batcher) loop() {
+	defer close(b.stopped)
+	for {
+		var batch []*writeReq
+		select {
+		case r := <-b.reqs:
+			batch = append(batch, r)
+		case <-b.stop:
+			return
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-b.reqs:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		b.run(batch)
+	}
+}
+
+// run commits batch, retrying while another process holds the write lock.
+func (b *batcher) run(batch []*writeReq) {
+	live := batch[:0]
+	for _, r := range batch {
+		if r.state.CompareAndSwap(reqPending, reqTaken) {
+			live = append(live, r)
+		}
+	}
+	wait := time.Millisecond
+	for len(live) > 0 {
+		err := b.runTx(live)
+		if err == nil {
+			return
+		}
+		if !isBusy(err) {
+			for _, r := range live {
+				r.done <- err
+			}
+			return
+		}
+		// Another process holds the lock past the busy timeout: keep waiting
+		// for the callers still willing to.
+		keep := live[:0]
+		for _, r := range live {
+			if r.ctx.Err() != nil {
+				r.done <- fmt.Errorf("%w (gave up waiting for the database lock: %v)", r.ctx.Err(), err)
+			} else {
+				keep = append(keep, r)
+			}
+		}
+		live = keep
+		time.Sleep(wait) // back off from the other process's lock
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
+// runTx runs reqs in one transaction and delivers their outcomes. It
+// returns an error, having delivered nothing, only when the transaction
+// could not begin.
+func (b *batcher) runTx(reqs []*writeReq) error {
+	ctx := context.Background() // the batch serves several callers; each was checked before it started
+	tx, err := b.d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	w := &wtx{ctx: ctx, tx: tx, s: &b.d.ws}
+	errs := make([]error, len(reqs))
+	single := len(reqs) == 1
+	for i, r := range reqs {
+		if single {
+			errs[i] = r.work(w)
+			break
+		}
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+			return b.abort(tx, reqs, err)
+		}
+		if errs[i] = r.work(w); errs[i] != nil {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
+				return b.abort(tx, reqs, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
+			return b.abort(tx, reqs, err)
+		}
+	}
+	if single && errs[0] != nil {
+		_ = tx.Rollback()
+		reqs[0].done <- errs[0]
+		return nil
+	}
+	if err := tx.Commit(); err != nil {
+		for i := range errs {
+			if errs[i] == nil || errs[i] == errRejected {
+				errs[i] = fmt.Errorf("commit: %w", err)
+			}
+		}
+	}
+	for i, r := range reqs {
+		r.done <- errs[i]
+	}
+	return nil
+}
+
+// abort rolls the whole batch back after a statement that manages
+// savepoints failed, and reports the failure to every request.
+func (b *batcher) abort(tx *sql.Tx, reqs []*writeReq, err error) error {
+	_ = tx.Rollback()
+	for _, r := range reqs {
+		r.done <- fmt.Errorf("batch aborted: %w", err)
+	}
+	return nil
+}

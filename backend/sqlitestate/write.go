@@ -1,0 +1,212 @@
+package sqlitestate
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/statesidecar/state/backend"
+)
+
+const (
+	sqlCondRev = `SELECT rev FROM state_records WHERE ns = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`
+	sqlBumpRev = `UPDATE state_meta SET value = value + 1 WHERE name = 'revision' RETURNING value`
+	sqlEvent   = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// sqlEventPrev captures the live value of a record as the event's prev.
+	sqlEventPrev = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at) VALUES (?1, ?2, ?3, ?4, ?5,
+		(SELECT value FROM state_records WHERE ns = ?1 AND key = ?6 AND (expires_at IS NULL OR expires_at > ?8)), ?7, ?8)`
+	// sqlPut keeps crev while the record is live and starts it anew otherwise.
+	sqlPut = `INSERT INTO state_records (ns, key, value, writer, rev, crev, updated_at, expires_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)
+		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, writer = excluded.writer, rev = excluded.rev,
+			crev = CASE WHEN state_records.expires_at IS NOT NULL AND state_records.expires_at <= ?8
+				THEN excluded.crev ELSE state_records.crev END,
+			updated_at = excluded.updated_at, expires_at = excluded.expires_at`
+	sqlDelete = `DELETE FROM state_records WHERE ns = ? AND key = ?`
+)
+
+// writeStmts are the statements prepared on the writing connection.
+type writeStmts struct {
+	get, condRev, bumpRev, event, eventPrev, put, del *sql.Stmt
+}
+
+func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.get, sqlGet}, {&s.condRev, sqlCondRev}, {&s.bumpRev, sqlBumpRev}, {&s.event, sqlEvent},
+		{&s.eventPrev, sqlEventPrev}, {&s.put, sqlPut}, {&s.del, sqlDelete},
+	} {
+		st, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", p.sql, err)
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+func (s *writeStmts) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.get, s.condRev, s.bumpRev, s.event, s.eventPrev, s.put, s.del} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// wtx is a write transaction with the prepared statements bound to it.
+type wtx struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	s     *writeStmts
+	bound map[*sql.Stmt]*sql.Stmt
+}
+
+// stmt returns st bound to the transaction, binding it once.
+func (w *wtx) stmt(st *sql.Stmt) *sql.Stmt {
+	if b, ok := w.bound[st]; ok {
+		return b
+	}
+	if w.bound == nil {
+		w.bound = map[*sql.Stmt]*sql.Stmt{}
+	}
+	b := w.tx.StmtContext(w.ctx, st)
+	w.bound[st] = b
+	return b
+}
+
+// apply checks txn's conditions at now and, if all hold, applies its events
+// and ops. It writes nothing when a condition fails.
+func (w *wtx) apply(ns string, txn *backend.Txn, now time.Time) (backend.Result, error) {
+	nowMs := ms(now)
+	for i, c := range txn.If {
+		var cur int64
+		err := w.stmt(w.s.condRev).QueryRowContext(w.ctx, ns, c.Key, nowMs).Scan(&cur)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return backend.Result{}, err
+		}
+		if cur != c.Revision {
+			return backend.Result{Failed: i, Current: cur, Now: now}, nil
+		}
+	}
+	res := backend.Result{Committed: true, Failed: -1, Now: now}
+	if len(txn.Then) == 0 && len(txn.Events) == 0 {
+		return res, nil
+	}
+	if err := w.stmt(w.s.bumpRev).QueryRowContext(w.ctx).Scan(&res.Revision); err != nil {
+		return backend.Result{}, fmt.Errorf("next revision: %w", err)
+	}
+	for _, e := range txn.Events {
+		at := nowMs
+		if !e.Time.IsZero() {
+			at = ms(e.Time)
+		}
+		var err error
+		if e.PrevOf != "" {
+			_, err = w.stmt(w.s.eventPrev).ExecContext(w.ctx, ns, res.Revision, e.Key, e.Op, nullable(e.Value), e.PrevOf, e.Writer, at)
+		} else {
+			_, err = w.stmt(w.s.event).ExecContext(w.ctx, ns, res.Revision, e.Key, e.Op, nullable(e.Value), nullable(e.Prev), e.Writer, at)
+		}
+		if err != nil {
+			return backend.Result{}, fmt.Errorf("append event: %w", err)
+		}
+	}
+	for _, op := range txn.Then {
+		var err error
+		switch op.Kind {
+		case backend.OpPut:
+			var exp any
+			if op.TTL > 0 {
+				exp = ms(now.Add(op.TTL))
+			}
+			val := op.Value
+			if val == nil {
+				val = []byte{}
+			}
+			_, err = w.stmt(w.s.put).ExecContext(w.ctx, ns, op.Key, val, op.Writer, res.Revision, ms(op.Time), exp, nowMs)
+		case backend.OpDelete:
+			_, err = w.stmt(w.s.del).ExecContext(w.ctx, ns, op.Key)
+		default:
+			err = fmt.Errorf("unknown op kind %d", op.Kind)
+		}
+		if err != nil {
+			return backend.Result{}, fmt.Errorf("write %q: %w", op.Key, err)
+		}
+	}
+	return res, nil
+}
+
+// nullable stores a nil slice as NULL and anything else as a BLOB.
+func nullable(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// Commit implements backend.Driver.
+func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
+	done, err := d.enter(ctx)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	defer done()
+	now := nowOr(txn.Now)
+	var res backend.Result
+	err = d.batch.do(ctx, func(w *wtx) error {
+		var err error
+		res, err = w.apply(txn.NS, txn, now)
+		return err
+	})
+	if err != nil {
+		return backend.Result{}, fmt.Errorf("sqlitestate: commit: %w", err)
+	}
+	return res, nil
+}
+
+// Update implements backend.Updater: it reads, calls fn and commits in one
+// write transaction.
+func (d *Driver) Update(ctx context.Context, q *backend.GetQuery, fn func([]backend.Record, time.Time) (*backend.Txn, error)) (backend.Result, error) {
+	done, err := d.enter(ctx)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	defer done()
+	now := nowOr(q.Now)
+	var res backend.Result
+	var fnErr error
+	err = d.batch.do(ctx, func(w *wtx) error {
+		fnErr = nil
+		recs, err := getMany(w.ctx, w.stmt(w.s.get), &backend.GetQuery{NS: q.NS, Keys: q.Keys, Now: now, IncludeExpired: q.IncludeExpired})
+		if err != nil {
+			return err
+		}
+		txn, err := fn(recs, now)
+		if err != nil {
+			fnErr = err
+			return errRejected
+		}
+		if txn == nil {
+			res = backend.Result{Committed: true, Failed: -1, Now: now}
+			return nil
+		}
+		res, err = w.apply(q.NS, txn, now)
+		return err
+	})
+	if fnErr != nil {
+		return backend.Result{}, fnErr
+	}
+	if err != nil {
+		return backend.Result{}, fmt.Errorf("sqlitestate: update: %w", err)
+	}
+	return res, nil
+}
+
+// errRejected marks a request whose own logic refused to write; its
+// savepoint is rolled back like a failed one, but it is not a failure.
+var errRejected = errors.New("rejected by caller")
