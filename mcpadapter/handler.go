@@ -1,0 +1,128 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/statesidecar/state"
+)
+
+// A tool is one of the 19 tools: what the model sees, and the function that
+// translates its arguments to a Go call and the call's result to a value
+// that encodes as the tool's result.
+type tool struct {
+	name   string // the Python name, without prefix
+	title  string
+	desc   string
+	params []param
+	hints  hints
+	// result is a zero value of the type run returns; the output schema is
+	// derived from it.
+	result any
+	run    func(ctx context.Context, st *state.Store, a args, o *Options) (any, error)
+}
+
+// hints are a tool's annotations; no tool is open-world.
+type hints struct {
+	readOnly, destructive, idempotent bool
+}
+
+// takes lists the tool's parameters, for the error about an unknown one.
+func (t *tool) takes() string {
+	if len(t.params) == 0 {
+		return "this tool takes no arguments"
+	}
+	names := make([]string, len(t.params))
+	for i, p := range t.params {
+		names[i] = p.name
+	}
+	return "this tool takes " + strings.Join(names, ", ")
+}
+
+// serverTool builds the mcp-go tool named prefix+t.name over st.
+func (t *tool) serverTool(st *state.Store, o *Options) server.ServerTool {
+	name := o.Prefix + t.name
+	mt := mcp.Tool{
+		Name:            name,
+		Title:           t.title,
+		Description:     t.desc,
+		RawInputSchema:  inputSchema(t),
+		RawOutputSchema: outputSchema(t.result),
+		Annotations: mcp.ToolAnnotation{
+			Title:           t.title,
+			ReadOnlyHint:    mcp.ToBoolPtr(t.hints.readOnly),
+			DestructiveHint: mcp.ToBoolPtr(t.hints.destructive),
+			IdempotentHint:  mcp.ToBoolPtr(t.hints.idempotent),
+			OpenWorldHint:   mcp.ToBoolPtr(false),
+		},
+	}
+	return server.ServerTool{Tool: mt, Handler: t.handler(st, o, name)}
+}
+
+// handler returns the tool's mcp-go handler. It never returns a Go error:
+// bad arguments, store errors and panics all become tool error results.
+func (t *tool) handler(st *state.Store, o *Options, name string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
+		start := time.Now()
+		defer func() {
+			if r := recover(); r != nil {
+				res = failure(name, fmt.Sprintf("internal error: the tool panicked: %v", r))
+			}
+			if o.Observe != nil {
+				o.Observe(t.name, time.Since(start), res.IsError)
+			}
+		}()
+		v, err := t.call(ctx, st, o, req)
+		if err != nil {
+			return failure(name, message(err)), nil
+		}
+		return success(v), nil
+	}
+}
+
+// call runs the tool and returns its encoded result.
+func (t *tool) call(ctx context.Context, st *state.Store, o *Options, req mcp.CallToolRequest) ([]byte, error) {
+	raw, err := rawArguments(req)
+	if err != nil {
+		return nil, err
+	}
+	a, err := parseArgs(t, raw)
+	if err != nil {
+		return nil, err
+	}
+	if ns, ok := NamespaceFrom(ctx); ok {
+		if st, err = st.Namespace(ns); err != nil {
+			return nil, err
+		}
+	}
+	v, err := t.run(ctx, st, a, o)
+	if err != nil {
+		return nil, err
+	}
+	return encode(v)
+}
+
+// rawArguments returns the call's arguments as the JSON the client sent,
+// which keeps every digit of its numbers. A request built in Go without a
+// wire message has only the decoded Arguments; they are re-encoded.
+func rawArguments(req mcp.CallToolRequest) (json.RawMessage, error) {
+	if len(req.Params.RawArguments) > 0 {
+		return req.Params.RawArguments, nil
+	}
+	switch a := req.Params.Arguments.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return a, nil
+	}
+	b, err := json.Marshal(req.Params.Arguments)
+	if err != nil {
+		return nil, badArg("arguments cannot be read as JSON: %v", err)
+	}
+	return b, nil
+}

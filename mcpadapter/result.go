@@ -1,0 +1,111 @@
+package mcpadapter
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// stamp is a time written as epoch seconds with millisecond precision, the
+// way Python writes a float: 1718000000.123, 1718000000.5, 1718000000.0.
+type stamp time.Time
+
+// MarshalJSON writes the epoch seconds.
+func (s stamp) MarshalJSON() ([]byte, error) {
+	return []byte(decimal(time.Time(s).UnixMilli(), 3)), nil
+}
+
+func (stamp) jsonSchema() obj {
+	return obj{{"type", "number"}, {"description", "epoch seconds"}}
+}
+
+// optStamp is t, or nil (null) for the zero time.
+func optStamp(t time.Time) *stamp {
+	if t.IsZero() {
+		return nil
+	}
+	s := stamp(t)
+	return &s
+}
+
+// seconds is a duration written as seconds rounded to two decimals, like
+// the Python sidecar's uptime_s.
+type seconds time.Duration
+
+// MarshalJSON writes the seconds.
+func (d seconds) MarshalJSON() ([]byte, error) {
+	return []byte(decimal(time.Duration(d).Round(10*time.Millisecond).Milliseconds()/10, 2)), nil
+}
+
+func (seconds) jsonSchema() obj { return obj{{"type", "number"}} }
+
+// decimal writes n / 10^places as a decimal with at least one fractional
+// digit and no trailing zeros beyond it.
+func decimal(n int64, places int) string {
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	s := strconv.FormatInt(n, 10)
+	if len(s) <= places {
+		s = strings.Repeat("0", places-len(s)+1) + s
+	}
+	whole, frac := s[:len(s)-places], strings.TrimRight(s[len(s)-places:], "0")
+	if frac == "" {
+		frac = "0"
+	}
+	if neg {
+		whole = "-" + whole
+	}
+	return whole + "." + frac
+}
+
+// optStr is s, or nil (null) for "".
+func optStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// optInt is n, or nil (null) for 0.
+func optInt(n int64) *int64 {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+// encode writes a result as compact JSON, fields in declaration order, HTML
+// characters unescaped and stored JSON values byte for byte.
+func encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// success is a tool result carrying b both as structured content and, for
+// clients that read only text, as text.
+func success(b []byte) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
+		StructuredContent: json.RawMessage(b),
+	}
+}
+
+// failure is a tool error result in the words FastMCP uses, so that agents
+// written for the Python sidecar read the same text.
+func failure(toolName, msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{mcp.NewTextContent("Error calling tool '" + toolName + "': " + msg)},
+		IsError: true,
+	}
+}

@@ -1,0 +1,163 @@
+package mcpadapter
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+)
+
+// obj is a JSON object that keeps its keys in order.
+type obj []member
+
+type member struct {
+	k string
+	v any
+}
+
+// MarshalJSON writes the members in order.
+func (o obj) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.k)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := json.Marshal(m.v)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// inputSchema is the JSON Schema of a tool's arguments: the parameters in
+// order, the required ones listed, no others allowed.
+func inputSchema(t *tool) json.RawMessage {
+	props := obj{}
+	var required []string
+	for _, p := range t.params {
+		props = append(props, member{p.name, p.schema()})
+		if p.required {
+			required = append(required, p.name)
+		}
+	}
+	s := obj{{"type", "object"}, {"properties", props}}
+	if len(required) > 0 {
+		s = append(s, member{"required", required})
+	}
+	s = append(s, member{"additionalProperties", false})
+	return mustJSON(s)
+}
+
+// schema is the JSON Schema of one parameter.
+func (p *param) schema() obj {
+	var s obj
+	switch p.kind {
+	case kString:
+		s = obj{{"type", "string"}}
+	case kJSON:
+		s = obj{} // any JSON value
+	case kSeconds:
+		s = obj{{"type", "number"}, {"exclusiveMinimum", 0}}
+	case kInt:
+		s = obj{{"type", "integer"}, {"minimum", p.min}}
+	case kBool:
+		s = obj{{"type", "boolean"}}
+	case kTags:
+		s = obj{{"type", "object"}, {"additionalProperties", obj{{"type", "string"}}}}
+	case kObject:
+		s = obj{{"type", "object"}}
+	case kEnum:
+		s = obj{{"type", "string"}, {"enum", p.enum}}
+	}
+	if p.def != nil {
+		s = append(s, member{"default", p.def})
+	}
+	return append(s, member{"description", p.desc})
+}
+
+// outputSchema is the JSON Schema of a tool's result, derived from the Go
+// type that encodes it, so that the two cannot drift apart.
+func outputSchema(result any) json.RawMessage {
+	return mustJSON(schemaOf(reflect.TypeOf(result)))
+}
+
+// A schemer is a result type that states its own JSON Schema.
+type schemer interface{ jsonSchema() obj }
+
+var (
+	schemerType = reflect.TypeFor[schemer]()
+	rawType     = reflect.TypeFor[json.RawMessage]()
+)
+
+// schemaOf describes the JSON encoding/json gives a value of type t: every
+// struct field is present (required), and a pointer may be null.
+func schemaOf(t reflect.Type) obj {
+	if t.Kind() == reflect.Pointer {
+		return nullable(schemaOf(t.Elem()))
+	}
+	if t.Implements(schemerType) {
+		return reflect.Zero(t).Interface().(schemer).jsonSchema()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return obj{{"type", "boolean"}}
+	case reflect.Int, reflect.Int64:
+		return obj{{"type", "integer"}}
+	case reflect.Float64:
+		return obj{{"type", "number"}}
+	case reflect.String:
+		return obj{{"type", "string"}}
+	case reflect.Map:
+		return obj{{"type", "object"}, {"additionalProperties", schemaOf(t.Elem())}}
+	case reflect.Slice:
+		if t == rawType {
+			return obj{} // any JSON value
+		}
+		return obj{{"type", "array"}, {"items", schemaOf(t.Elem())}}
+	case reflect.Struct:
+		props := obj{}
+		var required []string
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			s := schemaOf(f.Type)
+			if d := f.Tag.Get("desc"); d != "" {
+				s = append(s, member{"description", d})
+			}
+			props = append(props, member{name, s})
+			required = append(required, name)
+		}
+		return obj{{"type", "object"}, {"properties", props}, {"required", required}}
+	}
+	panic("mcpadapter: no JSON Schema for " + t.String())
+}
+
+// nullable lets s also be null.
+func nullable(s obj) obj {
+	out := make(obj, len(s))
+	copy(out, s)
+	for i, m := range out {
+		if m.k == "type" {
+			if ts, ok := m.v.(string); ok {
+				out[i].v = []string{ts, "null"}
+			}
+			return out
+		}
+	}
+	return out // any JSON value already includes null
+}
+
+// mustJSON encodes a value built from this package's own tables.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("mcpadapter: " + err.Error())
+	}
+	return b
+}
