@@ -1,0 +1,80 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// ServeStdio serves MCP over in and out (stdin and stdout) until the input
+// ends or ctx is done; then it stops reading and returns once the tool calls
+// in flight have answered (or Config.ShutdownTimeout has passed). Only
+// JSON-RPC messages are written to out. mcp-go keeps one stdio session per
+// process, so ServeStdio may run only once per process.
+func (s *Sidecar) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	stdio := server.NewStdioServer(s.mcp)
+	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
+
+	var once sync.Once
+	var timer *time.Timer
+	drain := func() {
+		once.Do(func() {
+			s.draining.Store(true)
+			timer = time.AfterFunc(s.cfg.ShutdownTimeout, s.hardCancel)
+		})
+	}
+	defer func() {
+		once.Do(func() {}) // no timer after this point
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+
+	reading, stopReading := context.WithCancel(context.Background())
+	defer stopReading()
+	stop := context.AfterFunc(ctx, func() {
+		s.log.Info("shutting down: no more input, finishing tool calls in flight",
+			"timeout", s.cfg.ShutdownTimeout)
+		drain()
+		stopReading()
+	})
+	defer stop()
+
+	err := stdio.Listen(reading, &onEOF{r: in, f: drain}, out)
+	if errors.Is(err, context.Canceled) && reading.Err() != nil {
+		err = nil // we stopped reading ourselves
+	}
+	return err
+}
+
+// detach is a tool middleware for stdio: mcp-go cancels every call when its
+// input ends, so a call in flight at shutdown would be cut off. A detached
+// call runs until it finishes or the shutdown deadline (hardStop) passes.
+func (s *Sidecar) detach(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		defer context.AfterFunc(s.hardStop, cancel)()
+		return next(ctx, req)
+	}
+}
+
+// onEOF calls f once the reader it wraps fails or ends.
+type onEOF struct {
+	r io.Reader
+	f func()
+}
+
+func (e *onEOF) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.f()
+	}
+	return n, err
+}
