@@ -55,7 +55,7 @@ func NewMetrics() *Metrics {
 		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricToolDuration,
 			Help: "Time to serve an MCP tool call, by tool.", Buckets: latencyBuckets}, []string{"tool"}),
 		backendDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricBackendDuration,
-			Help: "Time of a backend operation, by operation (get, list, commit, claim, ...).",
+			Help:    "Time of a backend operation, by operation (get, list, commit, claim, ...).",
 			Buckets: latencyBuckets}, []string{"call"}),
 		backendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricBackendErrors,
 			Help: "Backend operations that failed, by operation."}, []string{"call"}),
