@@ -11,6 +11,16 @@ import (
 // maxBatch bounds how many writes share one transaction.
 const maxBatch = 128
 
+// Taking turns with other processes: SQLite has no queue for its write lock,
+// so a process writing back to back would keep it while another polls. After
+// holding it continuously for holdBudget the batcher pauses for yieldFor,
+// which is longer than a waiting process's poll interval (lockPoll).
+const (
+	holdBudget = 20 * time.Millisecond
+	yieldFor   = 2 * time.Millisecond
+	lockPoll   = 250 * time.Microsecond
+)
+
 // A writeReq is one caller's write, waiting for the batcher.
 type writeReq struct {
 	ctx   context.Context
@@ -72,13 +82,26 @@ func (b *batcher) do(ctx context.Context, work func(*wtx) error) error {
 
 func (b *batcher) loop() {
 	defer close(b.stopped)
+	var busySince time.Time // start of the current run of back-to-back transactions
 	for {
 		var batch []*writeReq
 		select {
 		case r := <-b.reqs:
 			batch = append(batch, r)
-		case <-b.stop:
-			return
+		default:
+			busySince = time.Time{} // idle: the run of transactions ended
+			select {
+			case r := <-b.reqs:
+				batch = append(batch, r)
+			case <-b.stop:
+				return
+			}
+		}
+		if busySince.IsZero() {
+			busySince = time.Now()
+		} else if time.Since(busySince) > holdBudget {
+			time.Sleep(yieldFor) // let a waiting process take the lock
+			busySince = time.Now()
 		}
 	drain:
 		for len(batch) < maxBatch {
@@ -101,7 +124,6 @@ func (b *batcher) run(batch []*writeReq) {
 			live = append(live, r)
 		}
 	}
-	wait := time.Millisecond
 	for len(live) > 0 {
 		err := b.runTx(live)
 		if err == nil {
@@ -113,8 +135,8 @@ func (b *batcher) run(batch []*writeReq) {
 			}
 			return
 		}
-		// Another process holds the lock past the busy timeout: keep waiting
-		// for the callers still willing to.
+		// Another process holds the lock: poll for it, for the callers
+		// still willing to wait.
 		keep := live[:0]
 		for _, r := range live {
 			if r.ctx.Err() != nil {
@@ -124,8 +146,7 @@ func (b *batcher) run(batch []*writeReq) {
 			}
 		}
 		live = keep
-		time.Sleep(wait) // back off from the other process's lock
-		wait = min(2*wait, 50*time.Millisecond)
+		time.Sleep(lockPoll)
 	}
 }
 

@@ -3,19 +3,21 @@
 //
 // The database runs in WAL mode so readers never wait for the writer.
 // Writes take the write lock at BEGIN (BEGIN IMMEDIATE), so several
-// processes can share one file safely: a write waits (up to the busy
-// timeout, then retries until its context ends) rather than failing with
-// "database is locked". Within a process all writes go through one
-// connection, and concurrent writes are batched into one transaction (group
-// commit), so many writers share one fsync. With the default synchronous
+// processes can share one file safely: a write waits for another process's
+// lock until its context ends rather than failing with "database is
+// locked". Within a process all writes go through one connection, and
+// concurrent writes are batched into one transaction (group commit), so many
+// writers share one fsync. A process that has held the write lock
+// continuously for a while pauses briefly, so processes sharing a file under
+// load take turns instead of one starving the others. With the default synchronous
 // level FULL a write that returned survives a process crash and a power loss.
 //
 // The schema is versioned and created or migrated when the file is opened.
 // Its tables are prefixed "state_" so the file can sit beside other tables.
 //
 // It registers the "sqlite" URL scheme: "sqlite:///abs/path/state.db" or
-// "sqlite:relative/state.db", with optional query parameters busy_timeout (a
-// Go duration, default 10s) and synchronous (full or normal).
+// "sqlite:relative/state.db", with an optional query parameter synchronous
+// (full or normal).
 package sqlitestate
 
 import (
@@ -35,9 +37,6 @@ import (
 
 // Options configure a Driver. A nil *Options means defaults.
 type Options struct {
-	// BusyTimeout is how long one attempt to take the write lock waits for
-	// another process before retrying. Defaults to 10 seconds.
-	BusyTimeout time.Duration
 	// Synchronous is SQLite's synchronous level: "full" (the default: a
 	// returned write survives power loss) or "normal" (faster; a returned
 	// write survives a process crash but the last ones may roll back on power
@@ -52,9 +51,6 @@ func (o *Options) withDefaults() (Options, error) {
 	var r Options
 	if o != nil {
 		r = *o
-	}
-	if r.BusyTimeout <= 0 {
-		r.BusyTimeout = 10 * time.Second
 	}
 	switch r.Synchronous {
 	case "":
@@ -99,8 +95,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Driver, error) {
 	}
 	d := &Driver{path: path}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
-	common := fmt.Sprintf("_busy_timeout=%d&_journal_mode=WAL&_synchronous=%s", o.BusyTimeout.Milliseconds(), o.Synchronous)
-	if d.w, err = sql.Open("sqlite", base+"?"+common+"&_txlock=immediate"); err != nil {
+	common := "_journal_mode=WAL&_synchronous=" + o.Synchronous
+	// The writer polls for the write lock itself (see batcher) rather than in
+	// SQLite's busy handler, whose sleeps grow to 100ms and starve it while
+	// another process writes continuously.
+	if d.w, err = sql.Open("sqlite", base+"?_busy_timeout=0&"+common+"&_txlock=immediate"); err != nil {
 		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, err)
 	}
 	d.w.SetMaxOpenConns(1)
@@ -111,7 +110,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Driver, error) {
 		d.w.Close()
 		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, err)
 	}
-	if d.r, err = sql.Open("sqlite", base+"?"+common+"&_query_only=1"); err != nil {
+	if d.r, err = sql.Open("sqlite", base+"?_busy_timeout=5000&"+common+"&_query_only=1"); err != nil {
 		d.w.Close()
 		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, err)
 	}

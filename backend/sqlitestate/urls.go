@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"time"
 
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend"
@@ -16,8 +15,8 @@ const Scheme = "sqlite"
 func init() { state.Register(Scheme, new(URLOpener)) }
 
 // URLOpener opens "sqlite:///abs/path.db" and "sqlite:rel/path.db" URLs.
-// Query parameters: busy_timeout (a Go duration such as 5s) and synchronous
-// (full or normal); others are rejected.
+// The query parameter synchronous (full or normal) sets Options.Synchronous;
+// others are rejected.
 type URLOpener struct{}
 
 var _ state.URLOpener = URLOpener{}
@@ -35,16 +34,10 @@ func (URLOpener) OpenDriverURL(ctx context.Context, u *url.URL) (backend.Driver,
 	for k, vs := range u.Query() {
 		v := vs[len(vs)-1]
 		switch k {
-		case "busy_timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return nil, fmt.Errorf("sqlitestate: busy_timeout: %w", err)
-			}
-			o.BusyTimeout = d
 		case "synchronous":
 			o.Synchronous = v
 		default:
-			return nil, fmt.Errorf("sqlitestate: unknown URL parameter %q (known: busy_timeout, synchronous)", k)
+			return nil, fmt.Errorf("sqlitestate: unknown URL parameter %q (known: synchronous)", k)
 		}
 	}
 	return Open(ctx, path, &o)
