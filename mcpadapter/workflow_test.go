@@ -1,0 +1,164 @@
+package mcpadapter_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/statesidecar/state/mcpadapter"
+)
+
+// create makes a run and returns its id.
+func (m *mcpc) create(name, tags string) string {
+	m.t.Helper()
+	args := `{"name":"` + name + `"}`
+	if tags != "" {
+		args = `{"name":"` + name + `","tags":` + tags + `}`
+	}
+	res := m.ok("workflow_create", args)
+	id := str(m.t, res, "run_id")
+	equal(m.t, "workflow_create", res, `{"run_id":"`+id+`","name":"`+name+`","status":"created"}`)
+	if !regexp.MustCompile(`^wf-[0-9a-f]{12}$`).MatchString(id) {
+		m.t.Errorf("run_id %q is not wf- and 12 lowercase hex digits", id)
+	}
+	return id
+}
+
+func TestWorkflowLifecycle(t *testing.T) {
+	c, _, clk := newClient(t, nil)
+	id := c.create("pr-review-42", `{"pipeline":"pr-review","pr":"42"}`)
+	created := `{"run_id":"` + id + `","name":"pr-review-42","status":"created","tags":{"pipeline":"pr-review","pr":"42"},` +
+		`"agent_id":null,"last_step":0,"created_at":` + epoch + `.0,"updated_at":` + epoch + `.0,"attempt":0,"fence":null,"claim_expires_at":null}`
+	equal(t, "workflow_discover", c.ok("workflow_discover", `{"tags":{"pipeline":"pr-review"},"status":"created"}`),
+		`{"runs":[`+created+`],"next_cursor":null}`)
+	equal(t, "workflow_status", c.ok("workflow_status", `{"run_id":"`+id+`"}`),
+		`{"run_id":"`+id+`","status":"created","last_step":0,"agent_id":null,"created_at":`+epoch+`.0,"updated_at":`+epoch+`.0,"attempt":0,"fence":null,"claim_expires_at":null}`)
+
+	clk.Advance(time.Second)
+	equal(t, "workflow_claim", c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"worker-A","claim_ttl_seconds":60}`),
+		`{"claimed":true,"run_id":"`+id+`","agent_id":"worker-A","reason":null,"fence":1,"attempt":1,"expires_at":1893456061.0}`)
+	equal(t, "workflow_claim by another worker", c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"worker-B"}`),
+		`{"claimed":false,"run_id":"`+id+`","agent_id":null,"reason":"Workflow is in status 'claimed' (agent: worker-A)","fence":null,"attempt":null,"expires_at":null}`)
+
+	clk.Advance(time.Second)
+	equal(t, "checkpoint 1", c.ok("workflow_checkpoint", `{"run_id":"`+id+`","step":1,"output":{"files":12},"agent_id":"worker-A","fence":1}`),
+		`{"ok":true,"run_id":"`+id+`","step":1}`)
+	equal(t, "claim expiry after the checkpoint heartbeat",
+		field(t, c.ok("workflow_status", `{"run_id":"`+id+`"}`), "claim_expires_at"), "1893456062.0")
+	c.ok("workflow_checkpoint", `{"run_id":"`+id+`","step":10,"output":[1,2]}`)
+	c.ok("workflow_checkpoint", `{"run_id":"`+id+`","step":2,"output":"two"}`)
+	c.ok("workflow_checkpoint", `{"run_id":"`+id+`","step":0,"output":null}`)
+
+	res := c.ok("workflow_resume", `{"run_id":"`+id+`"}`)
+	equal(t, "resume step_outputs", field(t, res, "step_outputs"), `{"0":null,"1":{"files":12},"2":"two","10":[1,2]}`)
+	equal(t, "resume last_step", field(t, res, "last_step"), "10")
+	equal(t, "resume meta", field(t, res, "meta"),
+		`{"run_id":"`+id+`","name":"pr-review-42","status":"running","tags":{"pipeline":"pr-review","pr":"42"},"agent_id":"worker-A","last_step":10,`+
+			`"created_at":`+epoch+`.0,"updated_at":1893456002.0,"attempt":1,"fence":1,"claim_expires_at":1893456062.0}`)
+
+	equal(t, "finish", c.ok("workflow_checkpoint", `{"run_id":"`+id+`","step":11,"output":"LGTM","agent_id":"worker-A","fence":1,"status":"done"}`),
+		`{"ok":true,"run_id":"`+id+`","step":11}`)
+	equal(t, "status after finishing", field(t, c.ok("workflow_status", `{"run_id":"`+id+`"}`), "status"), `"done"`)
+	equal(t, "replay of the finishing checkpoint",
+		c.ok("workflow_checkpoint", `{"run_id":"`+id+`","step":11,"output":"LGTM","status":"done"}`), `{"ok":true,"run_id":"`+id+`","step":11}`)
+	c.wantErr("workflow_checkpoint", `{"run_id":"`+id+`","step":12,"output":1}`,
+		"Workflow is in status 'done' (agent: worker-A); the run is finished and accepts no more checkpoints")
+	equal(t, "claim of a finished run", field(t, c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"worker-B"}`), "reason"),
+		`"Workflow is in status 'done' (agent: worker-A)"`)
+	if list := c.ok("workflow_list", ``); !strings.HasPrefix(list, `{"runs":[{"run_id":"`+id+`","name":"pr-review-42","status":"done"`) {
+		t.Errorf("workflow_list = %s, want the finished run", list)
+	}
+}
+
+func TestWorkflowCrashRecovery(t *testing.T) {
+	c, _, clk := newClient(t, nil)
+	id := c.create("job", "")
+	c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"A","claim_ttl_seconds":10}`)
+	c.ok("workflow_checkpoint", `{"run_id":"`+id+`","step":1,"output":"a1","agent_id":"A","fence":1}`)
+	equal(t, "heartbeat claim by the holder", c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"A","claim_ttl_seconds":10}`),
+		`{"claimed":true,"run_id":"`+id+`","agent_id":"A","reason":null,"fence":1,"attempt":1,"expires_at":1893456010.0}`)
+	equal(t, "claimable while the claim is live", c.ok("workflow_discover", `{"claimable":true}`), `{"runs":[],"next_cursor":null}`)
+
+	clk.Advance(10 * time.Second) // A crashed: no heartbeat
+	disc := c.ok("workflow_discover", `{"claimable":true,"status":""}`)
+	if !strings.Contains(disc, id) {
+		t.Fatalf("claimable runs %s do not include the crashed run %s", disc, id)
+	}
+	equal(t, "takeover", c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"B"}`),
+		`{"claimed":true,"run_id":"`+id+`","agent_id":"B","reason":null,"fence":2,"attempt":2,"expires_at":1893456610.0}`)
+	equal(t, "outputs survive the takeover", field(t, c.ok("workflow_resume", `{"run_id":"`+id+`"}`), "step_outputs"), `{"1":"a1"}`)
+
+	c.wantErr("workflow_checkpoint", `{"run_id":"`+id+`","step":2,"output":"stale","agent_id":"A","fence":1}`,
+		"not held by the caller: held by 'B' with fence 2; your claim on this run expired or was taken over by another agent: stop working on it, or call workflow_claim to claim it again")
+	c.wantErr("workflow_checkpoint", `{"run_id":"`+id+`","step":2,"output":"stale","fence":1}`,
+		"not held by the caller: held by 'B' with fence 2; your claim on this run expired or was taken over by another agent: stop working on it, or call workflow_claim to claim it again")
+	equal(t, "outputs after the stale writes", field(t, c.ok("workflow_resume", `{"run_id":"`+id+`"}`), "step_outputs"), `{"1":"a1"}`)
+	c.ok("workflow_checkpoint", `{"run_id":"`+id+`","step":2,"output":"b2","agent_id":"B","fence":2,"status":"failed"}`)
+	equal(t, "failed run", field(t, c.ok("workflow_status", `{"run_id":"`+id+`"}`), "status"), `"failed"`)
+}
+
+func TestWorkflowUnknownRun(t *testing.T) {
+	c, _, _ := newClient(t, nil)
+	const id = "wf-000000000000"
+	for _, tool := range []string{"workflow_resume", "workflow_status"} {
+		c.wantErr(tool, `{"run_id":"`+id+`"}`, "Workflow '"+id+"' not found")
+	}
+	c.wantErr("workflow_checkpoint", `{"run_id":"`+id+`","step":1,"output":1}`, "Workflow '"+id+"' not found")
+	equal(t, "claim of an unknown run", c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"A"}`),
+		`{"claimed":false,"run_id":"`+id+`","agent_id":null,"reason":"Workflow '`+id+`' not found","fence":null,"attempt":null,"expires_at":null}`)
+}
+
+func TestWorkflowOutputKeepsEveryDigit(t *testing.T) {
+	c, _, _ := newClient(t, nil)
+	id := c.create("big", "")
+	const out = `{"n":12345678901234567890123,"m":-9007199254740993}`
+	c.ok("workflow_checkpoint", `{"run_id":"`+id+`","step":9007199254740992,"output":`+out+`}`)
+	res := c.ok("workflow_resume", `{"run_id":"`+id+`"}`)
+	equal(t, "step_outputs", field(t, res, "step_outputs"), `{"9007199254740992":`+out+`}`)
+	equal(t, "last_step", field(t, res, "last_step"), "9007199254740992")
+}
+
+func TestWorkflowPagination(t *testing.T) {
+	c, _, clk := newClient(t, nil)
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, c.create(fmt.Sprint("r", i), `{"i":"`+fmt.Sprint(i%2)+`"}`))
+		clk.Advance(time.Millisecond)
+	}
+	var got []string
+	cursor := ""
+	for range 5 {
+		args := `{"limit":2}`
+		if cursor != "" {
+			args = `{"limit":2,"cursor":"` + cursor + `"}`
+		}
+		res := c.ok("workflow_list", args)
+		for _, id := range ids {
+			if strings.Contains(res, id) {
+				got = append(got, id)
+			}
+		}
+		if field(t, res, "next_cursor") == "null" {
+			break
+		}
+		cursor = str(t, res, "next_cursor")
+	}
+	if len(got) != 5 {
+		t.Fatalf("pages listed %d runs, want 5", len(got))
+	}
+	res := c.ok("workflow_discover", `{"tags":{"i":"0"},"limit":1}`)
+	if !strings.Contains(res, ids[4]) || field(t, res, "next_cursor") == "null" {
+		t.Errorf("first page of discover(i=0) = %s, want the newest run %s and a cursor", res, ids[4])
+	}
+}
+
+func TestWorkflowClaimTTLOption(t *testing.T) {
+	c, _, _ := newClient(t, &mcpadapter.Options{ClaimTTL: 90 * time.Second})
+	id := c.create("job", "")
+	equal(t, "claim expiry with Options.ClaimTTL", field(t, c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"A"}`), "expires_at"),
+		"1893456090.0")
+	equal(t, "claim_ttl_seconds overrides it", field(t, c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"A","claim_ttl_seconds":0.5}`), "expires_at"),
+		"1893456000.5")
+}
