@@ -1,0 +1,204 @@
+package sqlitestate_test
+
+// Benchmarks of the Store over SQLite beside the raw engine doing the same
+// work on the same file with the same pragmas (WAL, synchronous=FULL, BEGIN
+// IMMEDIATE, one writing connection):
+//
+//	go test -run '^$' -bench . -benchtime 2s ./backend/sqlitestate/
+//
+// Compare each Store benchmark with its Raw twin in the same run.
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/backend/sqlitestate"
+)
+
+const benchKeys = 10_000
+
+type benchEnv struct {
+	st  *state.Store
+	raw *sql.DB // same file, same pragmas, one connection
+	get *sql.Stmt
+}
+
+func newBenchEnv(b *testing.B) *benchEnv {
+	b.Helper()
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "bench.db")
+	d, err := sqlitestate.Open(ctx, path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := state.New(d, &state.Options{SweepInterval: -1})
+	b.Cleanup(func() { _ = st.Close() })
+	raw, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=full&_txlock=immediate")
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	b.Cleanup(func() { _ = raw.Close() })
+	for _, q := range []string{
+		`CREATE TABLE raw_kv (key TEXT PRIMARY KEY, value BLOB NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER) WITHOUT ROWID`,
+		`CREATE TABLE raw_history (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, value BLOB, prev BLOB, at INTEGER NOT NULL)`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	items := make([]state.Item, 0, 500)
+	for i := range benchKeys {
+		items = append(items, state.Item{Key: fmt.Sprintf("key-%05d", i), Value: map[string]any{"n": i, "text": "some agent state"}})
+		if len(items) == cap(items) || i == benchKeys-1 {
+			if _, err := st.SetMany(ctx, items); err != nil {
+				b.Fatal(err)
+			}
+			items = items[:0]
+		}
+		if _, err := raw.Exec(`INSERT INTO raw_kv VALUES (?, ?, ?, NULL)`, fmt.Sprintf("key-%05d", i),
+			[]byte(fmt.Sprintf(`{"n":%d,"text":"some agent state"}`, i)), time.Now().UnixMilli()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	get, err := raw.Prepare(`SELECT value FROM raw_kv WHERE key = ?`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &benchEnv{st: st, raw: raw, get: get}
+}
+
+// rawSet is what a plain SQLite user writes for a set with an audit row.
+func (e *benchEnv) rawSet(key string, val []byte) error {
+	tx, err := e.raw.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	now := time.Now().UnixMilli()
+	if _, err := tx.Exec(`INSERT INTO raw_kv (key, value, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, expires_at = NULL`, key, val, now); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`INSERT INTO raw_history (key, value, at) VALUES (?, ?, ?)`, key, val, now); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func BenchmarkGet(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	b.Run("Store", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := e.st.Get(ctx, fmt.Sprintf("key-%05d", i%benchKeys)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Raw", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			var v []byte
+			if err := e.get.QueryRow(fmt.Sprintf("key-%05d", i%benchKeys)).Scan(&v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkSet(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	val := []byte(`{"n":1,"text":"some agent state"}`)
+	b.Run("Store", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := e.st.Set(ctx, fmt.Sprintf("key-%05d", i%benchKeys), jsonRaw(val)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Raw", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if err := e.rawSet(fmt.Sprintf("key-%05d", i%benchKeys), val); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkSet16 runs 16 concurrent writers.
+func BenchmarkSet16(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	val := []byte(`{"n":1,"text":"some agent state"}`)
+	var n atomic.Int64
+	b.Run("Store", func(b *testing.B) {
+		b.SetParallelism(16 / max(1, runtimeProcs()))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := e.st.Set(ctx, fmt.Sprintf("key-%05d", n.Add(1)%benchKeys), jsonRaw(val)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("Raw", func(b *testing.B) {
+		b.SetParallelism(16 / max(1, runtimeProcs()))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := e.rawSet(fmt.Sprintf("key-%05d", n.Add(1)%benchKeys), val); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+func BenchmarkClaim(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	ids := make([]string, 0, 1<<16)
+	b.Run("Store", func(b *testing.B) {
+		b.StopTimer()
+		ids = ids[:0]
+		for range b.N {
+			r, err := e.st.CreateRun(ctx, "job", map[string]string{"pipeline": "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, r.ID)
+		}
+		b.StartTimer()
+		for i := range b.N {
+			if _, err := e.st.ClaimRun(ctx, ids[i], "agent"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkAcquire(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	b.Run("Store", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := e.st.TryAcquire(ctx, fmt.Sprintf("res-%d", i), "holder", time.Minute); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func jsonRaw(b []byte) json.RawMessage { return json.RawMessage(b) }
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
