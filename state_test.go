@@ -1,0 +1,155 @@
+package state_test
+
+// The semantics of Store are tested on every backend by backend/backendtest
+// (see backend/memstate for the memory run). This file tests what belongs
+// to the root package alone: URLs, observers, the server clock.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/backend"
+	"github.com/statesidecar/state/backend/memstate"
+	"github.com/statesidecar/state/statetest"
+)
+
+func TestOpenUnknownSchemeListsTheRegisteredOnes(t *testing.T) {
+	is := is.New(t)
+	_, err := state.Open(context.Background(), "nosuch://x")
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), `unknown URL scheme "nosuch"`)) // the error names the scheme
+	is.True(strings.Contains(err.Error(), "mem"))                         // and lists the registered ones
+	is.True(strings.Contains(err.Error(), "forgotten import?"))
+}
+
+func TestOpenMemNamesShareAStoreAndNamespaceParameterApplies(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	a, err := state.Open(ctx, "mem://shared?namespace=tenant-1")
+	is.NoErr(err)
+	defer a.Close()
+	b, err := state.Open(ctx, "mem://shared?namespace=tenant-1")
+	is.NoErr(err)
+	is.Equal(a.NamespaceName(), "tenant-1") // the namespace parameter selects the namespace
+	_, err = a.Set(ctx, "k", 1)
+	is.NoErr(err)
+	ok, err := b.Exists(ctx, "k")
+	is.NoErr(err)
+	is.True(ok) // the same mem:// name is the same store
+	_, err = state.Open(ctx, "mem://x?bogus=1")
+	is.True(err != nil) // unknown parameters are rejected
+	_, err = state.Open(ctx, "mem://x?namespace=bad!name")
+	is.True(errors.Is(err, state.ErrInvalid)) // a bad namespace is rejected
+}
+
+func TestRegisterTwicePanics(t *testing.T) {
+	is := is.New(t)
+	var m state.URLMux
+	m.Register("x", new(memstate.URLOpener))
+	defer func() { is.True(recover() != nil) }() // a duplicate scheme is a programmer error
+	m.Register("x", new(memstate.URLOpener))
+}
+
+func TestObserverSeesEveryBackendCall(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	calls := map[string]int{}
+	st := state.New(memstate.New(), &state.Options{SweepInterval: -1, Observer: func(call string, took time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[call]++
+	}})
+	defer st.Close()
+	_, _ = st.Set(ctx, "k", 1)
+	_, _ = st.Get(ctx, "k")
+	_, _ = st.Delete(ctx, "k")
+	_, _ = st.Health(ctx)
+	_, _ = st.Sweep(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	is.Equal(calls, map[string]int{"commit": 1, "get": 1, "update": 1, "count": 1, "sweep": 1}) // one observation per backend call
+}
+
+// serverClockDriver is a memory backend that claims to be shared, with a
+// server clock an hour ahead of the process.
+type serverClockDriver struct {
+	*memstate.Driver
+	mu   sync.Mutex
+	asks int
+}
+
+func (d *serverClockDriver) ServerTime(context.Context) (time.Time, error) {
+	d.mu.Lock()
+	d.asks++
+	d.mu.Unlock()
+	return time.Now().Add(time.Hour), nil
+}
+
+// zeroNowDriver records whether the store handed it a time.
+type zeroNowDriver struct {
+	*serverClockDriver
+	mu       sync.Mutex
+	gotZero  bool
+	gotGiven bool
+}
+
+func (d *zeroNowDriver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
+	d.mu.Lock()
+	if txn.Now.IsZero() {
+		d.gotZero = true
+	} else {
+		d.gotGiven = true
+	}
+	d.mu.Unlock()
+	return d.serverClockDriver.Commit(ctx, txn)
+}
+
+func TestSharedBackendDecidesExpiryWithItsOwnClock(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	d := &zeroNowDriver{serverClockDriver: &serverClockDriver{Driver: memstate.New()}}
+	st := state.New(d, nil)
+	defer st.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		e, err := st.Set(ctx, "k", 1)
+		is.NoErr(err)
+		if e.UpdatedAt.After(time.Now().Add(50 * time.Minute)) {
+			break // the store's stamps follow the server's clock
+		}
+		is.True(time.Now().Before(deadline)) // the store must read the server's clock soon after New
+		time.Sleep(time.Millisecond)         // waiting for the background clock sync
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	is.True(d.gotZero && !d.gotGiven) // without an injected clock, the driver decides "now"
+
+	clk := statetest.NewClock()
+	d2 := &zeroNowDriver{serverClockDriver: &serverClockDriver{Driver: memstate.New()}}
+	st2 := state.New(d2, &state.Options{Clock: clk})
+	defer st2.Close()
+	e, err := st2.Set(ctx, "k", 1)
+	is.NoErr(err)
+	is.True(e.UpdatedAt.Equal(statetest.Epoch)) // an injected clock wins
+	d2.mu.Lock()
+	defer d2.mu.Unlock()
+	is.True(d2.gotGiven && !d2.gotZero) // and is handed to the driver
+}
+
+func TestHealthReportsVersionAndBackend(t *testing.T) {
+	is := is.New(t)
+	st, _ := statetest.NewStore(t)
+	h, err := st.Health(context.Background())
+	is.NoErr(err)
+	is.True(h.OK())
+	is.Equal(h.Backend, "memory")
+	is.Equal(h.Version, state.Version)
+	is.Equal(h.Namespace, state.DefaultNamespace)
+}
