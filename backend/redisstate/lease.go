@@ -1,0 +1,42 @@
+package redisstate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/statesidecar/state/backend"
+	"github.com/statesidecar/state/internal/layout"
+)
+
+// Lease implements backend.Leaser: one script that reads the lease, decides
+// as state.Store.TryAcquire, Renew and Release do, and writes the lease and
+// its history event (lua/lease.lua).
+func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.LeaseResult, error) {
+	if err := d.enter(ctx); err != nil {
+		return backend.LeaseResult{}, err
+	}
+	if q.Action < backend.LeaseAcquire || q.Action > backend.LeaseRelease {
+		return backend.LeaseResult{}, fmt.Errorf("redisstate: lease: unknown action %d", q.Action)
+	}
+	if err := d.touch(ctx, q.NS); err != nil {
+		return backend.LeaseResult{}, err
+	}
+	key := layout.Lease(q.Resource)
+	v, err := leaseScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), int(q.Action), q.Resource,
+		q.Holder, ttlMs(q.TTL), key).Result()
+	if err != nil {
+		return backend.LeaseResult{}, d.fail("lease", err)
+	}
+	s, err := asSlice(v)
+	if err != nil || len(s) != 3+recFields {
+		return backend.LeaseResult{}, d.fail("lease", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+	}
+	ok, _ := asInt(s[0])
+	nowMs, _ := asInt(s[1])
+	takeover, _ := asInt(s[2])
+	res := backend.LeaseResult{OK: ok == 1, Takeover: takeover == 1, Now: msTime(q.Now, nowMs)}
+	if res.Lease, err = toRecord(key, s[3:], nowMs); err != nil {
+		return backend.LeaseResult{}, d.fail("lease", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,221 @@
+package redisstate
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/statesidecar/state/backend"
+	"github.com/statesidecar/state/internal/layout"
+)
+
+// Get implements backend.Driver. With a given now it is one HMGET compared
+// here; with a zero now, one script that reads Redis's clock too.
+func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backend.Record, error) {
+	if err := d.enter(ctx); err != nil {
+		return backend.Record{}, err
+	}
+	var r backend.Record
+	if now.IsZero() {
+		recs, err := d.getMany(ctx, ns, []string{key}, now)
+		if err != nil {
+			return backend.Record{}, d.fail("get", err)
+		}
+		r = recs[0]
+	} else {
+		f, err := d.rdb.HMGet(ctx, d.base(ns)+":r:"+key, "v", "w", "r", "c", "t", "x").Result()
+		if err != nil {
+			return backend.Record{}, d.fail("get", err)
+		}
+		if r, err = toRecord(key, f, now.UnixMilli()); err != nil {
+			return backend.Record{}, d.fail("get", err)
+		}
+	}
+	if !r.Live() {
+		return backend.Record{}, backend.ErrNotFound
+	}
+	return r, nil
+}
+
+// GetMany implements backend.Driver in one script.
+func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Record, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	recs, err := d.getMany(ctx, q.NS, q.Keys, q.Now)
+	if err != nil {
+		return nil, d.fail("get_many", err)
+	}
+	if !q.IncludeExpired {
+		for i, r := range recs {
+			if r.Expired {
+				recs[i] = backend.Record{Key: r.Key}
+			}
+		}
+	}
+	return recs, nil
+}
+
+func (d *Driver) getMany(ctx context.Context, ns string, keys []string, now time.Time) ([]backend.Record, error) {
+	args := make([]any, 0, 1+len(keys))
+	args = append(args, nowArg(now))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	v, err := getManyScript.Run(ctx, d.rdb, []string{d.base(ns)}, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	s, err := asSlice(v)
+	if err != nil || len(s) != 1+recFields*len(keys) {
+		return nil, fmt.Errorf("unexpected reply to get_many (%d elements): %v", len(s), err)
+	}
+	nowMs, err := asInt(s[0])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]backend.Record, len(keys))
+	for i, k := range keys {
+		if out[i], err = toRecord(k, s[1+recFields*i:1+recFields*(i+1)], nowMs); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// List implements backend.Driver: a walk of the namespace's lex-ordered
+// index of keys, skipping expired records, in one script.
+func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Record, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	lo, hi := lexRange(q.Prefix)
+	if q.After != "" && q.After >= q.Prefix {
+		lo = "(" + q.After
+	}
+	keysOnly := "0"
+	if q.KeysOnly {
+		keysOnly = "1"
+	}
+	v, err := listScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), lo, hi, q.Limit, keysOnly).Result()
+	if err != nil {
+		return nil, d.fail("list", err)
+	}
+	s, err := asSlice(v)
+	if err != nil || len(s) == 0 || (len(s)-1)%(1+recFields) != 0 {
+		return nil, d.fail("list", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+	}
+	nowMs, _ := asInt(s[0])
+	out := make([]backend.Record, 0, (len(s)-1)/(1+recFields))
+	for i := 1; i < len(s); i += 1 + recFields {
+		r, err := toRecord(asString(s[i]), s[i+1:i+1+recFields], nowMs)
+		if err != nil {
+			return nil, d.fail("list", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Count implements backend.Driver in one script whose cost does not grow
+// with the number of live records.
+func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Counts, error) {
+	if err := d.enter(ctx); err != nil {
+		return backend.Counts{}, err
+	}
+	args := make([]any, 0, 1+3*len(q.Prefixes))
+	args = append(args, nowArg(q.Now))
+	for _, p := range q.Prefixes {
+		lo, hi := lexRange(p)
+		args = append(args, p, lo, hi)
+	}
+	v, err := countScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, args...).Result()
+	if err != nil {
+		return backend.Counts{}, d.fail("count", err)
+	}
+	s, err := asSlice(v)
+	if err != nil || len(s) != 1+len(q.Prefixes) {
+		return backend.Counts{}, d.fail("count", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+	}
+	c := backend.Counts{Prefixes: make([]int64, len(q.Prefixes))}
+	c.Events, _ = asInt(s[0])
+	for i := range q.Prefixes {
+		c.Prefixes[i], _ = asInt(s[1+i])
+	}
+	return c, nil
+}
+
+// History implements backend.Driver in one script.
+func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backend.Event, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	v, err := historyScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, q.Key, q.Before, q.Limit).Result()
+	if err != nil {
+		return nil, d.fail("history", err)
+	}
+	s, err := asSlice(v)
+	if err != nil || len(s)%2 != 0 {
+		return nil, d.fail("history", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+	}
+	out := make([]backend.Event, 0, len(s)/2)
+	for i := 0; i < len(s); i += 2 {
+		id, err := asInt(s[i])
+		if err != nil {
+			return nil, d.fail("history", err)
+		}
+		e, err := unpackEvent(asString(s[i+1]))
+		if err != nil {
+			return nil, d.fail("history", fmt.Errorf("event %d: %w", id, err))
+		}
+		e.ID = id
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// unpackEvent decodes the packed form lib.lua's ev writes:
+// "rev,time,len(key),len(op),len(writer),len(value),len(prev);" then the
+// five strings.
+func unpackEvent(s string) (backend.Event, error) {
+	var e backend.Event
+	semi := strings.IndexByte(s, ';')
+	if semi < 0 {
+		return e, fmt.Errorf("corrupt event header")
+	}
+	var n [7]int64
+	head := s[:semi]
+	for i := range n {
+		part := head
+		if j := strings.IndexByte(head, ','); j >= 0 {
+			part, head = head[:j], head[j+1:]
+		} else {
+			head = ""
+		}
+		v, err := strconv.ParseInt(part, 10, 64)
+		if err != nil {
+			return e, fmt.Errorf("corrupt event header: %w", err)
+		}
+		n[i] = v
+	}
+	body := s[semi+1:]
+	var parts [5]string
+	for i := range parts {
+		l := n[2+i]
+		if l < 0 || int64(len(body)) < l {
+			return e, fmt.Errorf("corrupt event body")
+		}
+		parts[i], body = body[:l], body[l:]
+	}
+	e.Revision, e.Time = n[0], layout.Time(n[1])
+	e.Key, e.Op, e.Writer = parts[0], parts[1], parts[2]
+	if parts[3] != "" {
+		e.Value = []byte(parts[3])
+	}
+	if parts[4] != "" {
+		e.Prev = []byte(parts[4])
+	}
+	return e, nil
+}

@@ -1,0 +1,225 @@
+// Package redisstate is the Redis backend of package state: several processes
+// (sidecar replicas behind a load balancer) share one Redis, standalone,
+// Sentinel or Cluster, through go-redis v9.
+//
+// Every write is one Lua script, so it is atomic and costs one round trip:
+// the generic commit of backend.Driver and the native fast paths for
+// workflow claims (backend.Claimer) and leases (backend.Leaser). Reads are
+// one round trip too. The driver also sweeps expired records and old history
+// (backend.Sweeper) and tells package state the server's time
+// (backend.ServerClock).
+//
+// # Time
+//
+// When a store has no injected clock, package state hands the driver a zero
+// time and every script reads Redis's own clock (TIME), so replicas on hosts
+// with skewed clocks agree on expiry. An injected clock (tests) is passed
+// down and used instead. Times are integer milliseconds throughout.
+//
+// # Keys
+//
+// All keys of one namespace share the hash tag "{<prefix>:<namespace>}", so
+// a script touches one Cluster slot. Records are hashes; a lexicographic
+// sorted set of record keys serves prefix listing and counting, a sorted set
+// by expiry serves sweeping, and history lives in a hash with a per-key index.
+// Nothing on a request path uses KEYS or SCAN. The revision and event-id
+// counters of a namespace never expire and survive Reset, so lease fences
+// never go backwards, as long as Redis itself keeps its data: run it with
+// persistence (AOF) when fences must survive a Redis restart.
+//
+// Expiry is data compared against the clock, not Redis TTLs: expired
+// records are invisible at once and physically removed by Sweep, which the
+// store's background sweeper calls every minute by default. The namespaces
+// Sweep visits are listed in the set "{<prefix>}:namespaces", added to by a
+// driver the first time it writes to a namespace.
+//
+// # URLs
+//
+// The package registers the "redis" and "rediss" schemes with package state
+// (see URLOpener):
+//
+//	redis://user:password@host:6379/0?namespace=app
+//	rediss://host:6380?prefix=agents
+//	redis://host1:7000?addr=host2:7000&addr=host3:7000           (Cluster)
+//	redis://sentinel1:26379?master_name=mymaster&addr=sentinel2:26379 (Sentinel)
+//
+// Requires Redis 6.2 or later (Redis 7 recommended).
+package redisstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/statesidecar/state/backend"
+)
+
+// DefaultPrefix is the key prefix used when Options.Prefix is empty.
+const DefaultPrefix = "state"
+
+// Options configure a Driver. A nil *Options means all defaults.
+type Options struct {
+	// Prefix starts every key the driver writes, so that several stores (or
+	// other applications) can share one Redis database. It must not contain
+	// '{' or '}'. Defaults to "state".
+	Prefix string
+	// CloseClient makes Close close the client too. Defaults to false: the
+	// caller owns the client it passed to New. Open sets it.
+	CloseClient bool
+}
+
+// Driver is a backend.Driver over Redis. It is safe for concurrent use. Create
+// one with New or Open.
+type Driver struct {
+	rdb      redis.UniversalClient
+	prefix   string
+	registry string // the set of namespaces this prefix has written to
+	own      bool
+	closed   atomic.Bool
+	known    sync.Map // namespaces known to be in the registry
+}
+
+var (
+	_ backend.Driver      = (*Driver)(nil)
+	_ backend.Claimer     = (*Driver)(nil)
+	_ backend.Leaser      = (*Driver)(nil)
+	_ backend.Sweeper     = (*Driver)(nil)
+	_ backend.ServerClock = (*Driver)(nil)
+)
+
+// New returns a driver over rdb, which may be a *redis.Client, a
+// *redis.ClusterClient or a Sentinel failover client. It checks that the
+// server answers and loads the driver's scripts, within ctx. The caller owns
+// rdb unless opts.CloseClient is set.
+//
+// Configure rdb with ContextTimeoutEnabled so that calls respect their
+// context's deadline, and with MaxRetries -1: go-redis otherwise re-sends a
+// command whose reply was lost, and a write script sent twice is applied
+// twice. Open does both.
+func New(ctx context.Context, rdb redis.UniversalClient, opts *Options) (*Driver, error) {
+	if rdb == nil {
+		return nil, errors.New("redisstate: New called with a nil client")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(o.Prefix, "{}") {
+		return nil, fmt.Errorf("redisstate: prefix %q must not contain '{' or '}' (they delimit the hash tag)", o.Prefix)
+	}
+	d := &Driver{rdb: rdb, prefix: o.Prefix, registry: "{" + o.Prefix + "}:namespaces", own: o.CloseClient}
+	if err := d.load(ctx); err != nil {
+		return nil, fmt.Errorf("redisstate: connecting to Redis: %w", err)
+	}
+	return d, nil
+}
+
+// load checks that the server answers and loads every script, so that the
+// first EVALSHA of each does not miss. On a Cluster, SCRIPT LOAD reaches
+// every master.
+func (d *Driver) load(ctx context.Context) error {
+	if err := d.rdb.Ping(ctx).Err(); err != nil {
+		return err
+	}
+	for _, s := range allScripts {
+		if err := s.Load(ctx, d.rdb).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Name returns "redis".
+func (d *Driver) Name() string { return "redis" }
+
+// Client returns the client the driver uses, for sharing its connection
+// pool with other drivers (New with another Prefix) or other code.
+func (d *Driver) Client() redis.UniversalClient { return d.rdb }
+
+// Prefix returns the driver's key prefix.
+func (d *Driver) Prefix() string { return d.prefix }
+
+// Close marks the driver closed, and closes its client if the driver owns
+// it. Later calls return backend.ErrClosed, and so does a second Close.
+func (d *Driver) Close() error {
+	if d.closed.Swap(true) {
+		return backend.ErrClosed
+	}
+	if d.own {
+		if err := d.rdb.Close(); err != nil {
+			return fmt.Errorf("redisstate: closing the client: %w", err)
+		}
+	}
+	return nil
+}
+
+// ServerTime implements backend.ServerClock: it returns Redis's clock (TIME).
+func (d *Driver) ServerTime(ctx context.Context) (time.Time, error) {
+	if err := d.enter(ctx); err != nil {
+		return time.Time{}, err
+	}
+	t, err := d.rdb.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, d.fail("time", err)
+	}
+	return t.UTC(), nil
+}
+
+// enter checks Close and ctx before a call.
+func (d *Driver) enter(ctx context.Context) error {
+	if d.closed.Load() {
+		return backend.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// fail wraps the error of operation op. After Close, whatever the client
+// said, the answer is backend.ErrClosed.
+func (d *Driver) fail(op string, err error) error {
+	if d.closed.Load() {
+		return backend.ErrClosed
+	}
+	return fmt.Errorf("redisstate: %s: %w", op, err)
+}
+
+// base returns the key prefix, hash tag included, of namespace ns.
+func (d *Driver) base(ns string) string { return "{" + d.prefix + ":" + ns + "}" }
+
+// touch adds ns to the registry of namespaces that Sweep visits, once per
+// driver and namespace, before the first write.
+func (d *Driver) touch(ctx context.Context, ns string) error {
+	if _, ok := d.known.Load(ns); ok {
+		return nil
+	}
+	if err := d.rdb.SAdd(ctx, d.registry, ns).Err(); err != nil {
+		return d.fail("registering namespace "+ns, err)
+	}
+	d.known.Store(ns, struct{}{})
+	return nil
+}
+
+// nowArg encodes a time for a script: Unix ms, or "" for Redis's clock.
+func nowArg(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return itoa(t.UnixMilli())
+}
+
+// ttlMs converts a TTL to whole milliseconds, rounding a positive TTL below
+// 1ms up so that it still expires.
+func ttlMs(ttl time.Duration) int64 {
+	ms := ttl.Milliseconds()
+	if ttl > 0 && ms == 0 {
+		ms = 1
+	}
+	return ms
+}

@@ -1,0 +1,60 @@
+package redisstate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/statesidecar/state/backend"
+)
+
+// Sweep implements backend.Sweeper. It visits every namespace of the
+// driver's prefix that was ever written to (the registry set), one script
+// per namespace, and stops when q.Limit records or q.Limit events have been
+// removed in total. The registry is read with SSCAN, a page at a time.
+func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.SweepResult, error) {
+	if err := d.enter(ctx); err != nil {
+		return backend.SweepResult{}, err
+	}
+	var res backend.SweepResult
+	var cursor uint64
+	for {
+		nss, next, err := d.rdb.SScan(ctx, d.registry, cursor, "", 100).Result()
+		if err != nil {
+			return res, d.fail("sweep", err)
+		}
+		for _, ns := range nss {
+			rl, el := int64(q.Limit)-res.Records, int64(q.Limit)-res.Events
+			if rl <= 0 && el <= 0 {
+				res.More = true
+				return res, nil
+			}
+			if err := d.sweepNS(ctx, ns, q, max(rl, 0), max(el, 0), &res); err != nil {
+				return res, err
+			}
+		}
+		if next == 0 {
+			return res, nil
+		}
+		cursor = next
+	}
+}
+
+// sweepNS sweeps one namespace, adding what it removed to res.
+func (d *Driver) sweepNS(ctx context.Context, ns string, q *backend.SweepQuery, rl, el int64, res *backend.SweepResult) error {
+	v, err := sweepScript.Run(ctx, d.rdb, []string{d.base(ns)}, nowArg(q.Now), ttlMs(q.Grace), rl, el,
+		ttlMs(q.HistoryMaxAge), q.HistoryMaxEvents).Result()
+	if err != nil {
+		return d.fail("sweep "+ns, err)
+	}
+	s, err := asSlice(v)
+	if err != nil || len(s) != 3 {
+		return d.fail("sweep "+ns, fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+	}
+	recs, _ := asInt(s[0])
+	evs, _ := asInt(s[1])
+	more, _ := asInt(s[2])
+	res.Records += recs
+	res.Events += evs
+	res.More = res.More || more == 1
+	return nil
+}
