@@ -15,6 +15,7 @@ import (
 
 func raceCases() []testCase[storeEnv] {
 	return []testCase[storeEnv]{
+		{"KeyValueOperationsAreLinearizable", linearizableCase},
 		{"RacingClaimersHaveExactlyOneWinner", func(t *testing.T, e storeEnv) {
 			is := is.New(t)
 			r := mustCreate(t, e, "job", nil)
