@@ -53,9 +53,13 @@ func checkTTL(field string, ttl time.Duration) error {
 
 // encodeJSON encodes v as compact JSON without HTML escaping. A
 // json.RawMessage is validated and compacted, keeping every digit of its
-// numbers.
-func encodeJSON(field string, v any, max int) ([]byte, error) {
-	var out []byte
+// numbers. A panicking MarshalJSON method is reported as an error.
+func encodeJSON(field string, v any, max int) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, invalid(field, "cannot be encoded as JSON: marshalling panicked: %v", r)
+		}
+	}()
 	switch raw := v.(type) {
 	case json.RawMessage:
 		if !json.Valid(raw) {
