@@ -76,7 +76,9 @@ func ExampleNewServer_workflow() {
 	c := exampleClient(ctx, mcpadapter.NewServer(st, nil))
 	defer c.Close()
 
-	var created struct{ RunID string `json:"run_id"` }
+	var created struct {
+		RunID string `json:"run_id"`
+	}
 	_ = json.Unmarshal([]byte(exampleCall(ctx, c, "workflow_create", `{"name":"pr-review-42","tags":{"pipeline":"pr-review"}}`)), &created)
 	run := `"run_id":"` + created.RunID + `"`
 
@@ -116,7 +118,9 @@ func ExampleRegister() {
 	s := server.NewMCPServer("my-agent-tools", "1.0.0", server.WithRecovery())
 	s.AddTool(mcp.NewTool("ping", mcp.WithDescription("Answer pong"),
 		mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("pong"), nil })
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("pong"), nil
+		})
 	mcpadapter.Register(s, st, &mcpadapter.Options{Prefix: "state.", Tools: []string{"state_get", "state_set"}})
 
 	ctx := context.Background()
