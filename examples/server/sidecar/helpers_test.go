@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -159,9 +160,26 @@ func callRaw(t *testing.T, c *client.Client, tool string, args map[string]any) *
 // decoded with json.Number so that big integers keep every digit.
 func call(t *testing.T, c *client.Client, tool string, args map[string]any) map[string]any {
 	t.Helper()
-	res := callRaw(t, c, tool, args)
+	m, err := tryCall(t.Context(), c, tool, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// tryCall is call for other goroutines than the test's: it returns an error
+// for a protocol error or a tool error.
+func tryCall(ctx context.Context, c *client.Client, tool string, args map[string]any) (map[string]any, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var req mcp.CallToolRequest
+	req.Params.Name, req.Params.Arguments = tool, args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("%s(%v): %w", tool, args, err)
+	}
 	if res.IsError {
-		t.Fatalf("%s(%v): tool error: %s", tool, args, text(res))
+		return nil, fmt.Errorf("%s(%v): tool error: %s", tool, args, text(res))
 	}
 	raw := []byte(res.RawStructuredContent)
 	if len(raw) == 0 {
@@ -171,9 +189,9 @@ func call(t *testing.T, c *client.Client, tool string, args map[string]any) map[
 	d.UseNumber()
 	var m map[string]any
 	if err := d.Decode(&m); err != nil {
-		t.Fatalf("%s: result %s: %v", tool, raw, err)
+		return nil, fmt.Errorf("%s: result %s: %w", tool, raw, err)
 	}
-	return m
+	return m, nil
 }
 
 // callErr calls a tool that must fail with a tool error and returns its text.

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// wait bounds every real wait: generous, because the machine may be busy.
+const wait = 3 * time.Minute
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// binary builds the sidecar once per test run and returns its path.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "sidecar-bin-")
+		if buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "server"), ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(buildDir, "server")
+}
+
+// cleanEnv is the test's environment without any sidecar variable, so that
+// a developer's own settings cannot leak into a test.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "SIDECAR_") || k == "STATE_BACKEND" || k == "DB_PATH" || k == "REDIS_URL" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and many readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// proc is a running sidecar binary.
+type proc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.Reader
+	stderr *lockedBuffer
+	done   chan struct{}
+	err    error
+}
+
+// start runs the binary with a clean environment plus env.
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(binary(t), args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = cleanEnv(env...)
+	p.cmd.Stderr = p.stderr
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if p.stdout, err = p.cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("sidecar stderr:\n%s", p.stderr.String())
+		}
+	})
+	return p
+}
+
+// exitCode waits for the process to end and returns its exit status.
+func (p *proc) exitCode(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(wait):
+		t.Fatalf("the sidecar did not exit; stderr:\n%s", p.stderr.String())
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return 0
+}
+
+func (p *proc) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logLine waits for a JSON log line with msg and returns it.
+func (p *proc) logLine(t *testing.T, msg string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		for l := range strings.Lines(p.stderr.String()) {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == msg {
+				return m
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("the sidecar exited before logging %q: %v", msg, p.err)
+		case <-time.After(10 * time.Millisecond): // polling interval, not synchronisation
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q log line", msg)
+		}
+	}
+}
+
+// startHTTP runs the binary in HTTP mode on a free loopback port, with JSON
+// logs, and returns it with its base URL.
+func startHTTP(t *testing.T, env ...string) (*proc, string) {
+	t.Helper()
+	p := start(t, append([]string{"SIDECAR_PORT=0", "SIDECAR_LOG_FORMAT=json"}, env...))
+	addr, _ := p.logLine(t, "listening")["addr"].(string)
+	if addr == "" {
+		t.Fatal("the listening log line has no addr")
+	}
+	return p, "http://" + addr
+}
+
+// rpc posts one JSON-RPC message to /mcp (stateless, protocol 2025-11-25,
+// no session) and returns the decoded response.
+func rpc(t *testing.T, baseURL, body string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, baseURL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /mcp %s: %d %s", body, resp.StatusCode, b)
+	}
+	return decodeRPC(t, b)
+}
+
+// decodeRPC decodes a JSON-RPC response, plain or as one SSE event.
+func decodeRPC(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("event:")) || bytes.HasPrefix(bytes.TrimSpace(b), []byte("data:")) {
+		for l := range strings.Lines(string(b)) {
+			if d, ok := strings.CutPrefix(l, "data:"); ok {
+				b = []byte(d)
+			}
+		}
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatalf("response %q: %v", b, err)
+	}
+	return m
+}
+
+// tool calls a tool over HTTP and returns its structured result; it fails
+// the test on a protocol error or a tool error.
+func tool(t *testing.T, baseURL, name string, args map[string]any) map[string]any {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": name, "arguments": args}})
+	m := rpc(t, baseURL, string(body))
+	res, _ := m["result"].(map[string]any)
+	if res == nil || res["isError"] == true {
+		t.Fatalf("%s(%v): %v", name, args, m)
+	}
+	sc, _ := res["structuredContent"].(map[string]any)
+	return sc
+}
+
+// refused reports whether nothing accepts connections at baseURL any more.
+func refused(baseURL string) bool {
+	c, err := net.Dial("tcp", strings.TrimPrefix(baseURL, "http://"))
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// readLines reads stdout lines as they come.
+func readLines(r io.Reader) <-chan string {
+	ch := make(chan string, 64)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
