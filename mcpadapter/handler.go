@@ -51,7 +51,7 @@ func (t *tool) serverTool(st *state.Store, o *Options) server.ServerTool {
 		Name:            name,
 		Title:           t.title,
 		Description:     t.desc,
-		RawInputSchema:  inputSchema(t),
+		RawInputSchema:  inputSchema(t, o),
 		RawOutputSchema: outputSchema(t.result),
 		Annotations: mcp.ToolAnnotation{
 			Title:           t.title,

@@ -136,3 +136,12 @@ func TestNamespaces(t *testing.T) {
 		t.Errorf("call in an invalid namespace = %s, want a tool error about the namespace", text)
 	}
 }
+
+func TestClaimTTLIsDescribed(t *testing.T) {
+	st, _ := statetest.NewStore(t)
+	for _, tl := range mcpadapter.Tools(st, &mcpadapter.Options{ClaimTTL: 90 * time.Second, Tools: []string{"workflow_claim"}}) {
+		if !strings.Contains(string(tl.Tool.RawInputSchema), "Defaults to 90.") {
+			t.Errorf("workflow_claim input schema %s does not give the configured default", tl.Tool.RawInputSchema)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 )
@@ -38,10 +39,13 @@ func (o obj) MarshalJSON() ([]byte, error) {
 
 // inputSchema is the JSON Schema of a tool's arguments: the parameters in
 // order, the required ones listed, no others allowed.
-func inputSchema(t *tool) json.RawMessage {
+func inputSchema(t *tool, o *Options) json.RawMessage {
 	props := obj{}
 	var required []string
 	for _, p := range t.params {
+		if p.name == "claim_ttl_seconds" && o.ClaimTTL > 0 {
+			p.desc = fmt.Sprintf("How long the claim lasts without a heartbeat, in seconds. Defaults to %g.", o.ClaimTTL.Seconds())
+		}
 		props = append(props, member{p.name, p.schema()})
 		if p.required {
 			required = append(required, p.name)

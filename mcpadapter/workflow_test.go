@@ -1,12 +1,15 @@
 package mcpadapter_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/statesidecar/state/mcpadapter"
 )
 
@@ -161,4 +164,50 @@ func TestWorkflowClaimTTLOption(t *testing.T) {
 		"1893456090.0")
 	equal(t, "claim_ttl_seconds overrides it", field(t, c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"A","claim_ttl_seconds":0.5}`), "expires_at"),
 		"1893456000.5")
+}
+
+// TestRacingClaims has workers race for one run through the tools: exactly
+// one wins, and every loser is told who did.
+func TestRacingClaims(t *testing.T) {
+	c, _, _ := newClient(t, nil)
+	id := c.create("job", "")
+	const workers = 8
+	results := make(chan string, workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() {
+			var req mcp.CallToolRequest
+			req.Params.Name = "workflow_claim"
+			req.Params.Arguments = json.RawMessage(fmt.Sprintf(`{"run_id":%q,"agent_id":"w%d"}`, id, i))
+			res, err := c.c.CallTool(t.Context(), req)
+			switch {
+			case err != nil:
+				results <- "error: " + err.Error()
+			case res.IsError:
+				results <- "tool error"
+			default:
+				results <- res.Content[0].(mcp.TextContent).Text
+			}
+		})
+	}
+	wg.Wait()
+	close(results)
+	winners, winner := 0, ""
+	var losers []string
+	for r := range results {
+		if strings.HasPrefix(r, `{"claimed":true`) {
+			winners++
+			winner = str(t, r, "agent_id")
+		} else {
+			losers = append(losers, r)
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d workers won the claim, want exactly 1; losers: %v", winners, losers)
+	}
+	for _, r := range losers {
+		if got, want := field(t, r, "reason"), `"Workflow is in status 'claimed' (agent: `+winner+`)"`; got != want {
+			t.Errorf("loser's reason %s, want %s", got, want)
+		}
+	}
 }
