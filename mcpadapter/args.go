@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -96,7 +97,7 @@ func parseArgs(t *tool, raw json.RawMessage) (args, error) {
 			return nil, badArg("arguments are not valid JSON: %v", err)
 		}
 	}
-	for name := range fields {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		if !slices.ContainsFunc(t.params, func(p param) bool { return p.name == name }) {
 			return nil, badArg("unexpected argument '%s' (%s)", name, t.takes())
 		}
