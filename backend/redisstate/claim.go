@@ -21,27 +21,27 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 	v, err := claimScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), q.RunID, q.AgentID,
 		ttlMs(q.TTL), layout.Run(q.RunID), layout.Claim(q.RunID), layout.IndexStatus).Result()
 	if err != nil {
-		return backend.ClaimResult{}, d.fail("claim", err)
+		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
 	s, err := asSlice(v)
 	if err != nil || (len(s) != 3 && len(s) != 3+2*recFields) {
-		return backend.ClaimResult{}, d.fail("claim", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+		return backend.ClaimResult{}, d.fail(ctx, "claim", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	outcome, _ := asInt(s[0])
 	nowMs, _ := asInt(s[1])
 	re, _ := asInt(s[2])
 	res := backend.ClaimResult{Outcome: backend.ClaimOutcome(outcome), Reclaimed: re == 1, Now: msTime(q.Now, nowMs)}
 	if res.Outcome < backend.ClaimNotFound || res.Outcome > backend.ClaimRenewed {
-		return backend.ClaimResult{}, d.fail("claim", fmt.Errorf("unknown outcome %d", outcome))
+		return backend.ClaimResult{}, d.fail(ctx, "claim", fmt.Errorf("unknown outcome %d", outcome))
 	}
 	if len(s) == 3 {
 		return res, nil
 	}
 	if res.Run, err = toRecord(layout.Run(q.RunID), s[3:3+recFields], nowMs); err != nil {
-		return backend.ClaimResult{}, d.fail("claim", err)
+		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
 	if res.Claim, err = toRecord(layout.Claim(q.RunID), s[3+recFields:], nowMs); err != nil {
-		return backend.ClaimResult{}, d.fail("claim", err)
+		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
 	return res, nil
 }

@@ -42,11 +42,11 @@ func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, 
 	}
 	v, err := commitScript.Run(ctx, d.rdb, []string{d.base(txn.NS)}, args...).Result()
 	if err != nil {
-		return backend.Result{}, d.fail("commit", err)
+		return backend.Result{}, d.fail(ctx, "commit", err)
 	}
 	s, err := asSlice(v)
 	if err != nil || len(s) != 5 {
-		return backend.Result{}, d.fail("commit", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+		return backend.Result{}, d.fail(ctx, "commit", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	var n [5]int64
 	for i := range n {
@@ -70,11 +70,11 @@ func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.Rese
 	}
 	v, err := resetScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, args...).Result()
 	if err != nil {
-		return backend.ResetResult{}, d.fail("reset", err)
+		return backend.ResetResult{}, d.fail(ctx, "reset", err)
 	}
 	s, err := asSlice(v)
 	if err != nil || len(s) != 2 {
-		return backend.ResetResult{}, d.fail("reset", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+		return backend.ResetResult{}, d.fail(ctx, "reset", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	var r backend.ResetResult
 	r.Records, _ = asInt(s[0])

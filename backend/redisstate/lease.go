@@ -25,18 +25,18 @@ func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.Leas
 	v, err := leaseScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), int(q.Action), q.Resource,
 		q.Holder, ttlMs(q.TTL), key).Result()
 	if err != nil {
-		return backend.LeaseResult{}, d.fail("lease", err)
+		return backend.LeaseResult{}, d.fail(ctx, "lease", err)
 	}
 	s, err := asSlice(v)
 	if err != nil || len(s) != 3+recFields {
-		return backend.LeaseResult{}, d.fail("lease", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+		return backend.LeaseResult{}, d.fail(ctx, "lease", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	ok, _ := asInt(s[0])
 	nowMs, _ := asInt(s[1])
 	takeover, _ := asInt(s[2])
 	res := backend.LeaseResult{OK: ok == 1, Takeover: takeover == 1, Now: msTime(q.Now, nowMs)}
 	if res.Lease, err = toRecord(key, s[3:], nowMs); err != nil {
-		return backend.LeaseResult{}, d.fail("lease", err)
+		return backend.LeaseResult{}, d.fail(ctx, "lease", err)
 	}
 	return res, nil
 }

@@ -21,16 +21,16 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 	if now.IsZero() {
 		recs, err := d.getMany(ctx, ns, []string{key}, now)
 		if err != nil {
-			return backend.Record{}, d.fail("get", err)
+			return backend.Record{}, d.fail(ctx, "get", err)
 		}
 		r = recs[0]
 	} else {
 		f, err := d.rdb.HMGet(ctx, d.base(ns)+":r:"+key, "v", "w", "r", "c", "t", "x").Result()
 		if err != nil {
-			return backend.Record{}, d.fail("get", err)
+			return backend.Record{}, d.fail(ctx, "get", err)
 		}
 		if r, err = toRecord(key, f, now.UnixMilli()); err != nil {
-			return backend.Record{}, d.fail("get", err)
+			return backend.Record{}, d.fail(ctx, "get", err)
 		}
 	}
 	if !r.Live() {
@@ -46,7 +46,7 @@ func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Re
 	}
 	recs, err := d.getMany(ctx, q.NS, q.Keys, q.Now)
 	if err != nil {
-		return nil, d.fail("get_many", err)
+		return nil, d.fail(ctx, "get_many", err)
 	}
 	if !q.IncludeExpired {
 		for i, r := range recs {
@@ -101,18 +101,18 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 	}
 	v, err := listScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), lo, hi, q.Limit, keysOnly).Result()
 	if err != nil {
-		return nil, d.fail("list", err)
+		return nil, d.fail(ctx, "list", err)
 	}
 	s, err := asSlice(v)
 	if err != nil || len(s) == 0 || (len(s)-1)%(1+recFields) != 0 {
-		return nil, d.fail("list", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+		return nil, d.fail(ctx, "list", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	nowMs, _ := asInt(s[0])
 	out := make([]backend.Record, 0, (len(s)-1)/(1+recFields))
 	for i := 1; i < len(s); i += 1 + recFields {
 		r, err := toRecord(asString(s[i]), s[i+1:i+1+recFields], nowMs)
 		if err != nil {
-			return nil, d.fail("list", err)
+			return nil, d.fail(ctx, "list", err)
 		}
 		out = append(out, r)
 	}
@@ -133,11 +133,11 @@ func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Coun
 	}
 	v, err := countScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, args...).Result()
 	if err != nil {
-		return backend.Counts{}, d.fail("count", err)
+		return backend.Counts{}, d.fail(ctx, "count", err)
 	}
 	s, err := asSlice(v)
 	if err != nil || len(s) != 1+len(q.Prefixes) {
-		return backend.Counts{}, d.fail("count", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+		return backend.Counts{}, d.fail(ctx, "count", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	c := backend.Counts{Prefixes: make([]int64, len(q.Prefixes))}
 	c.Events, _ = asInt(s[0])
@@ -154,21 +154,21 @@ func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backen
 	}
 	v, err := historyScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, q.Key, q.Before, q.Limit).Result()
 	if err != nil {
-		return nil, d.fail("history", err)
+		return nil, d.fail(ctx, "history", err)
 	}
 	s, err := asSlice(v)
 	if err != nil || len(s)%2 != 0 {
-		return nil, d.fail("history", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+		return nil, d.fail(ctx, "history", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	out := make([]backend.Event, 0, len(s)/2)
 	for i := 0; i < len(s); i += 2 {
 		id, err := asInt(s[i])
 		if err != nil {
-			return nil, d.fail("history", err)
+			return nil, d.fail(ctx, "history", err)
 		}
 		e, err := unpackEvent(asString(s[i+1]))
 		if err != nil {
-			return nil, d.fail("history", fmt.Errorf("event %d: %w", id, err))
+			return nil, d.fail(ctx, "history", fmt.Errorf("event %d: %w", id, err))
 		}
 		e.ID = id
 		out = append(out, e)

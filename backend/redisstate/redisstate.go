@@ -168,7 +168,7 @@ func (d *Driver) ServerTime(ctx context.Context) (time.Time, error) {
 	}
 	t, err := d.rdb.Time(ctx).Result()
 	if err != nil {
-		return time.Time{}, d.fail("time", err)
+		return time.Time{}, d.fail(ctx, "time", err)
 	}
 	return t.UTC(), nil
 }
@@ -182,10 +182,19 @@ func (d *Driver) enter(ctx context.Context) error {
 }
 
 // fail wraps the error of operation op. After Close, whatever the client
-// said, the answer is backend.ErrClosed.
-func (d *Driver) fail(op string, err error) error {
+// said, the answer is backend.ErrClosed. When ctx has ended, the error
+// matches ctx's error too: go-redis reports a passed deadline as a network
+// timeout.
+func (d *Driver) fail(ctx context.Context, op string, err error) error {
 	if d.closed.Load() {
 		return backend.ErrClosed
+	}
+	cerr := ctx.Err()
+	if dl, ok := ctx.Deadline(); ok && cerr == nil && !time.Now().Before(dl) {
+		cerr = context.DeadlineExceeded // the socket's deadline fired before ctx's timer
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("redisstate: %s: %w (%w)", op, err, cerr)
 	}
 	return fmt.Errorf("redisstate: %s: %w", op, err)
 }
@@ -200,7 +209,7 @@ func (d *Driver) touch(ctx context.Context, ns string) error {
 		return nil
 	}
 	if err := d.rdb.SAdd(ctx, d.registry, ns).Err(); err != nil {
-		return d.fail("registering namespace "+ns, err)
+		return d.fail(ctx, "registering namespace "+ns, err)
 	}
 	d.known.Store(ns, struct{}{})
 	return nil

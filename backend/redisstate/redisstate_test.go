@@ -14,6 +14,8 @@ import (
 	"github.com/statesidecar/state/internal/redistest"
 )
 
+var ctx = context.Background()
+
 // shared is the driver whose client every test of this run shares; each
 // test makes drivers of its own over the client, with fresh prefixes.
 var shared struct {
@@ -50,21 +52,29 @@ func sharedClient(t testing.TB) redis.UniversalClient {
 // every namespace of a prefix, and the suite sweeps with tight retention.
 func newDriver(t testing.TB, rdb redis.UniversalClient) *redisstate.Driver {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), redistest.Wait)
-	defer cancel()
 	prefix := redistest.Prefix()
-	d, err := redisstate.New(ctx, rdb, &redisstate.Options{Prefix: prefix})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	d := newDriverWithPrefix(t, rdb, prefix)
 	t.Cleanup(func() {
-		_ = d.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), redistest.Wait)
 		defer cancel()
 		if err := redistest.Purge(ctx, rdb, prefix); err != nil {
 			t.Errorf("deleting the test's keys: %v", err)
 		}
 	})
+	return d
+}
+
+// newDriverWithPrefix returns a driver over rdb with a given prefix, closed
+// when the test ends.
+func newDriverWithPrefix(t testing.TB, rdb redis.UniversalClient, prefix string) *redisstate.Driver {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), redistest.Wait)
+	defer cancel()
+	d, err := redisstate.New(ctx, rdb, &redisstate.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
 	return d
 }
 

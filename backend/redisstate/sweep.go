@@ -20,7 +20,7 @@ func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.Swee
 	for {
 		nss, next, err := d.rdb.SScan(ctx, d.registry, cursor, "", 100).Result()
 		if err != nil {
-			return res, d.fail("sweep", err)
+			return res, d.fail(ctx, "sweep", err)
 		}
 		for _, ns := range nss {
 			rl, el := int64(q.Limit)-res.Records, int64(q.Limit)-res.Events
@@ -44,11 +44,11 @@ func (d *Driver) sweepNS(ctx context.Context, ns string, q *backend.SweepQuery, 
 	v, err := sweepScript.Run(ctx, d.rdb, []string{d.base(ns)}, nowArg(q.Now), ttlMs(q.Grace), rl, el,
 		ttlMs(q.HistoryMaxAge), q.HistoryMaxEvents).Result()
 	if err != nil {
-		return d.fail("sweep "+ns, err)
+		return d.fail(ctx, "sweep "+ns, err)
 	}
 	s, err := asSlice(v)
 	if err != nil || len(s) != 3 {
-		return d.fail("sweep "+ns, fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+		return d.fail(ctx, "sweep "+ns, fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	recs, _ := asInt(s[0])
 	evs, _ := asInt(s[1])
