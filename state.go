@@ -79,6 +79,9 @@ func (s *Store) NamespaceName() string { return s.ns }
 // Backend returns the name of the backend, such as "sqlite".
 func (s *Store) Backend() string { return s.c.drv.Name() }
 
+// ClaimTTL returns the claim TTL ClaimRun uses when a call does not set one.
+func (s *Store) ClaimTTL() time.Duration { return s.c.opts.ClaimTTL }
+
 // Driver returns the backend driver, for tests and tools.
 func (s *Store) Driver() backend.Driver { return s.c.raw }
 

@@ -44,12 +44,15 @@ func checkOptionalID(field, v string, max int) error {
 func checkTTL(field string, ttl time.Duration) error {
 	switch {
 	case ttl < time.Millisecond:
-		return invalid(field, "must be positive and at least 1ms, got %v", ttl)
+		return invalid(field, "must be positive and at least 0.001 seconds, got %s seconds", seconds(ttl))
 	case ttl > maxTTL:
-		return invalid(field, "must be at most 100 years, got %v", ttl)
+		return invalid(field, "must be at most 100 years, got %s seconds", seconds(ttl))
 	}
 	return nil
 }
+
+// seconds formats d as a plain decimal number of seconds.
+func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
 
 // encodeJSON encodes v as compact JSON without HTML escaping. A
 // json.RawMessage is validated and compacted, keeping every digit of its

@@ -60,6 +60,9 @@ func Tools(st *state.Store, opts *Options) []server.ServerTool {
 	if err := checkPrefix(o.Prefix); err != nil {
 		panic("mcpadapter: " + err.Error())
 	}
+	if o.ClaimTTL <= 0 {
+		o.ClaimTTL = st.ClaimTTL() // so the schema can state the default
+	}
 	all := ToolNames()
 	for _, n := range o.Tools {
 		if !slices.Contains(all, n) {
