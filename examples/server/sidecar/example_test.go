@@ -1,0 +1,89 @@
+package sidecar_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/statesidecar/state/examples/server/sidecar"
+)
+
+// Configuration comes from the environment; a flag overrides its variable.
+func ExampleLoad() {
+	env := map[string]string{
+		"STATE_BACKEND":       "memory",
+		"SIDECAR_PORT":        "9000",
+		"SIDECAR_AUTH_TOKENS": "s3cret:team-a,other",
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cfg, err := sidecar.Load([]string{"-port", "9100"}, lookup, io.Discard)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cfg.Backend, cfg.Addr(), cfg.Transport, cfg.Tokens, cfg.ClaimTTL)
+
+	_, err = sidecar.Load(nil, func(k string) (string, bool) {
+		if k == "STATE_BACKEND" {
+			return "postgresql", true
+		}
+		return "", false
+	}, io.Discard)
+	fmt.Println(err)
+	// Output:
+	// memory 127.0.0.1:9100 http [token(team-a) token((default))] 10m0s
+	// configuration error: STATE_BACKEND: unknown backend "postgresql": valid values are sqlite, redis, memory
+}
+
+// Protected mode: a public bind needs tokens (or an explicit opt-out).
+func ExampleConfig_CheckProtected() {
+	cfg := sidecar.Defaults()
+	cfg.Host = "0.0.0.0"
+	fmt.Println(cfg.CheckProtected() != nil)
+	cfg.Tokens, _ = sidecar.ParseTokens("s3cret:team-a")
+	fmt.Println(cfg.CheckProtected() != nil)
+	// Output:
+	// true
+	// false
+}
+
+// A sidecar in-process: its MCP server for an in-process client, and its
+// HTTP handler (here behind httptest) for health and metrics.
+func ExampleNew() {
+	ctx := context.Background()
+	cfg := sidecar.Defaults()
+	cfg.Backend = sidecar.BackendMemory
+	sc, err := sidecar.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sc.Close()
+
+	c, _ := client.NewInProcessClient(sc.MCPServer())
+	defer c.Close()
+	_ = c.Start(ctx)
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	tools, _ := c.ListTools(ctx, mcp.ListToolsRequest{})
+	fmt.Println(len(tools.Tools), "tools")
+	var req mcp.CallToolRequest
+	req.Params.Name, req.Params.Arguments = "state_set", map[string]any{"key": "greeting", "value": "hello"}
+	res, _ := c.CallTool(ctx, req)
+	fmt.Println(res.Content[0].(mcp.TextContent).Text)
+
+	rec := httptest.NewRecorder()
+	sc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	fmt.Print(rec.Code, " ", rec.Body.String())
+	// Output:
+	// 19 tools
+	// {"ok":true,"version":1}
+	// 200 {"backend":"memory","status":"ok","version":"0.1.0"}
+}
