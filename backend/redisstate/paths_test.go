@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend"
 	"github.com/statesidecar/state/backend/backendtest"
@@ -23,7 +24,10 @@ import (
 // namespaces must end up holding the same records and the same history,
 // byte for byte, once the random run ids are replaced by a placeholder.
 func TestNativePathsWriteWhatThePortableCodeWrites(t *testing.T) {
-	rdb := sharedClient(t)
+	testNativePaths(t, sharedClient(t))
+}
+
+func testNativePaths(t *testing.T, rdb redis.UniversalClient) {
 	d := newDriver(t, rdb)
 	native := dump(t, d, d, "native")
 	portable := dump(t, d, backendtest.HideOptional(d), "portable")
