@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// A caller makes one call of the workload: worker w's n-th call.
+type caller func(ctx context.Context, w, n int) error
+
+// result is what one measurement found.
+type result struct {
+	calls    int
+	errors   int
+	elapsed  time.Duration
+	p50, p99 time.Duration
+	firstErr error
+}
+
+// perSecond is the throughput.
+func (r result) perSecond() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.calls) / r.elapsed.Seconds()
+}
+
+// measure runs workers goroutines, each calling call in a loop, first for
+// warmup (not counted) and then for d, and returns the throughput and the
+// latency percentiles of the calls made during d.
+func measure(ctx context.Context, workers int, warmup, d time.Duration, call caller) result {
+	type worker struct {
+		lat    []time.Duration
+		errors int
+		err    error
+	}
+	ws := make([]worker, workers)
+	var wg sync.WaitGroup
+	begin := time.Now()
+	startAt, stopAt := begin.Add(warmup), begin.Add(warmup+d)
+	for i := range ws {
+		wg.Go(func() {
+			w := &ws[i]
+			w.lat = make([]time.Duration, 0, 1024)
+			for n := 0; ctx.Err() == nil; n++ {
+				t0 := time.Now()
+				if t0.After(stopAt) {
+					return
+				}
+				err := call(ctx, i, n)
+				if t0.Before(startAt) {
+					continue
+				}
+				w.lat = append(w.lat, time.Since(t0))
+				if err != nil {
+					w.errors++
+					if w.err == nil {
+						w.err = err
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var r result
+	r.elapsed = time.Since(startAt)
+	var all []time.Duration
+	for _, w := range ws {
+		all = append(all, w.lat...)
+		r.errors += w.errors
+		if r.firstErr == nil {
+			r.firstErr = w.err
+		}
+	}
+	r.calls = len(all)
+	slices.Sort(all)
+	r.p50, r.p99 = percentile(all, 0.50), percentile(all, 0.99)
+	return r
+}
+
+// percentile returns the q-th quantile of sorted (nearest rank).
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}

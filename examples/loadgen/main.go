@@ -1,0 +1,139 @@
+// Command loadgen measures what the MCP protocol costs on top of the state
+// library: tool calls per second and p50/p99 latency over Streamable HTTP
+// with 1, 16 and 64 concurrent clients, beside the same operations called
+// in-process on the Store, on memory and on SQLite. The workload alternates
+// state_set and state_get (Store.Set and Store.Get) of small JSON objects,
+// each worker on its own keys.
+//
+//	go run ./examples/loadgen                               # in-process sidecar, memory and SQLite, a few seconds
+//	go run ./examples/loadgen -duration 5s -clients 1,16,64,256
+//	go run ./examples/loadgen -url http://127.0.0.1:8000/mcp -token s3cret   # a running sidecar
+//
+// By default it starts the real sidecar handler (examples/server/sidecar,
+// stateless HTTP) on a loopback port, so client and server share the
+// machine's CPUs: the numbers are a ratio to read on one machine, not a
+// capacity figure.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/statesidecar/state/examples/server/sidecar"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+// options are loadgen's flags.
+type options struct {
+	url, token       string
+	backends         []string
+	clients          []int
+	duration, warmup time.Duration
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := options{}
+	fs.StringVar(&o.url, "url", "", "measure a running sidecar at this MCP URL (e.g. http://127.0.0.1:8000/mcp) instead of starting one")
+	fs.StringVar(&o.token, "token", "", "bearer token for -url")
+	backends := fs.String("backends", "memory,sqlite", "backends of the in-process sidecar, comma-separated: memory, sqlite")
+	clients := fs.String("clients", "1,16,64", "numbers of concurrent clients, comma-separated")
+	fs.DurationVar(&o.duration, "duration", 500*time.Millisecond, "measuring time per row")
+	fs.DurationVar(&o.warmup, "warmup", 100*time.Millisecond, "unmeasured time before each row")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for s := range strings.SplitSeq(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("-clients: %q is not a positive number", s)
+		}
+		o.clients = append(o.clients, n)
+	}
+	for s := range strings.SplitSeq(*backends, ",") {
+		switch b := strings.TrimSpace(s); b {
+		case sidecar.BackendMemory, sidecar.BackendSQLite:
+			o.backends = append(o.backends, b)
+		default:
+			return o, fmt.Errorf("-backends: %q is not memory or sqlite", s)
+		}
+	}
+	if o.duration <= 0 || o.warmup < 0 {
+		return o, errors.New("-duration must be positive and -warmup not negative")
+	}
+	return o, nil
+}
+
+// run measures and prints the table to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "loadgen: %s, GOMAXPROCS=%d, %d CPUs; %v per row after %v warm-up; workload: state_set/state_get alternating\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), o.duration, o.warmup)
+	var rows []row
+	if o.url != "" {
+		for _, n := range o.clients {
+			r, err := measureMCP(ctx, o, o.url, n)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row{backend: "remote", clients: n, path: "mcp-http", r: r})
+		}
+		return report(stdout, rows)
+	}
+	for _, b := range o.backends {
+		p, err := startSidecar(ctx, b)
+		if err != nil {
+			return err
+		}
+		for _, n := range o.clients {
+			base := measure(ctx, n, o.warmup, o.duration, storeCaller(p.sc.Store()))
+			viaMCP, err := measureMCP(ctx, o, p.url, n)
+			if err != nil {
+				_ = p.close()
+				return err
+			}
+			rows = append(rows, row{backend: b, clients: n, path: "store", r: base},
+				row{backend: b, clients: n, path: "mcp-http", r: viaMCP, base: &base})
+		}
+		if err := p.close(); err != nil {
+			return err
+		}
+	}
+	return report(stdout, rows)
+}
+
+// measureMCP connects n clients to mcpURL and measures the workload on them.
+func measureMCP(ctx context.Context, o options, mcpURL string, n int) (result, error) {
+	clients, closeAll, err := connect(ctx, mcpURL, o.token, n)
+	if err != nil {
+		return result{}, err
+	}
+	defer closeAll()
+	return measure(ctx, n, o.warmup, o.duration, mcpCaller(clients)), nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A short run of the whole program: every row is measured and no call fails.
+func TestRun(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"-clients", "1,3", "-duration", "50ms", "-warmup", "10ms"}, &out, io.Discard)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Logf("\n%s", out.String())
+	rows := 0
+	for l := range strings.Lines(out.String()) {
+		f := strings.Fields(l)
+		if len(f) >= 7 && (f[2] == "store" || f[2] == "mcp-http") {
+			rows++
+			if f[6] != "0" {
+				t.Errorf("a row with errors: %s", l)
+			}
+		}
+	}
+	if rows != 8 { // 2 backends × 2 concurrencies × 2 paths
+		t.Errorf("%d rows, want 8:\n%s", rows, out.String())
+	}
+}
+
+// -url measures a sidecar that is already running.
+func TestRunAgainstURL(t *testing.T) {
+	p, err := startSidecar(t.Context(), "memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"-url", p.url, "-clients", "2", "-duration", "50ms", "-warmup", "0s"}, &out, io.Discard); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "remote") {
+		t.Errorf("no remote row:\n%s", out.String())
+	}
+}
+
+func TestParseRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-clients", "0"}, {"-clients", "x"}, {"-backends", "redis"}, {"-duration", "0s"}, {"stray"},
+	} {
+		if _, err := parse(args, io.Discard); err == nil {
+			t.Errorf("%v: want an error", args)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i))
+	}
+	if p50, p99 := percentile(d, 0.5), percentile(d, 0.99); p50 != 50 || p99 != 99 {
+		t.Errorf("p50=%v p99=%v, want 50 and 99", p50, p99)
+	}
+	if percentile(nil, 0.5) != 0 || percentile(d[:1], 0.99) != 1 {
+		t.Error("edge cases")
+	}
+}

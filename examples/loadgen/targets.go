@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/examples/server/sidecar"
+)
+
+// The workload: each worker alternates a write and a read of its own keys,
+// a small JSON object each time, so that workers do not contend on a key.
+func key(w, n int) string        { return fmt.Sprintf("loadgen/w%d/k%d", w, (n/2)%64) }
+func value(n int) map[string]any { return map[string]any{"n": n, "note": "loadgen"} }
+
+// storeCaller calls the Store in-process: the baseline.
+func storeCaller(st *state.Store) caller {
+	return func(ctx context.Context, w, n int) error {
+		if n%2 == 0 {
+			_, err := st.Set(ctx, key(w, n), value(n))
+			return err
+		}
+		_, err := st.Get(ctx, key(w, n))
+		return err
+	}
+}
+
+// mcpCaller makes the same calls as tools over MCP, worker w on clients[w].
+func mcpCaller(clients []*client.Client) caller {
+	return func(ctx context.Context, w, n int) error {
+		var req mcp.CallToolRequest
+		if n%2 == 0 {
+			req.Params.Name, req.Params.Arguments = "state_set", map[string]any{"key": key(w, n), "value": value(n)}
+		} else {
+			req.Params.Name, req.Params.Arguments = "state_get", map[string]any{"key": key(w, n)}
+		}
+		res, err := clients[w].CallTool(ctx, req)
+		if err != nil {
+			return err
+		}
+		if res.IsError {
+			return fmt.Errorf("%s: tool error: %v", req.Params.Name, res.Content)
+		}
+		return nil
+	}
+}
+
+// connect opens n MCP clients over Streamable HTTP to mcpURL, sharing one
+// pool of keep-alive connections large enough for all of them.
+func connect(ctx context.Context, mcpURL, token string, n int) ([]*client.Client, func(), error) {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * n, MaxIdleConnsPerHost: 2 * n}}
+	opts := []transport.StreamableHTTPCOption{
+		transport.WithHTTPBasicClient(hc),
+		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)),
+	}
+	if token != "" {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	}
+	var clients []*client.Client
+	closeAll := func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+		hc.CloseIdleConnections()
+	}
+	for range n {
+		c, err := client.NewStreamableHttpClient(mcpURL, opts...)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		clients = append(clients, c)
+		if err := c.Start(ctx); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("initialize %s: %w", mcpURL, err)
+		}
+	}
+	return clients, closeAll, nil
+}
+
+// inProcess is a sidecar serving HTTP on a loopback port in this process.
+type inProcess struct {
+	sc     *sidecar.Sidecar
+	url    string
+	stop   context.CancelFunc
+	served chan error
+	dir    string
+}
+
+// startSidecar starts the real sidecar handler (examples/server/sidecar)
+// on backend, on a loopback listener. A SQLite file goes to a temporary
+// directory that close removes.
+func startSidecar(ctx context.Context, backend string) (*inProcess, error) {
+	cfg := sidecar.Defaults()
+	cfg.Backend, cfg.Port = backend, 0
+	p := &inProcess{served: make(chan error, 1)}
+	if backend == sidecar.BackendSQLite {
+		dir, err := os.MkdirTemp("", "loadgen-")
+		if err != nil {
+			return nil, err
+		}
+		p.dir, cfg.DBPath = dir, filepath.Join(dir, "loadgen.db")
+	}
+	sc, err := sidecar.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		p.removeDir()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = sc.Close()
+		p.removeDir()
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	p.sc, p.stop, p.url = sc, cancel, "http://"+ln.Addr().String()+"/mcp"
+	go func() { p.served <- sc.Serve(sctx, ln) }()
+	return p, nil
+}
+
+func (p *inProcess) close() error {
+	p.stop()
+	err := errors.Join(<-p.served, p.sc.Close())
+	p.removeDir()
+	return err
+}
+
+func (p *inProcess) removeDir() {
+	if p.dir != "" && strings.Contains(p.dir, "loadgen-") {
+		_ = os.RemoveAll(p.dir)
+	}
+}
