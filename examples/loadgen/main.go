@@ -7,6 +7,7 @@
 //
 //	go run ./examples/loadgen                               # in-process sidecar, memory and SQLite, a few seconds
 //	go run ./examples/loadgen -duration 5s -clients 1,16,64,256
+//	go run ./examples/loadgen -backends redis -redis-url redis://127.0.0.1:6379/0
 //	go run ./examples/loadgen -url http://127.0.0.1:8000/mcp -token s3cret   # a running sidecar
 //
 // By default it starts the real sidecar handler (examples/server/sidecar,
@@ -45,6 +46,7 @@ func main() {
 // options are loadgen's flags.
 type options struct {
 	url, token       string
+	redisURL         string
 	backends         []string
 	clients          []int
 	duration, warmup time.Duration
@@ -56,7 +58,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	o := options{}
 	fs.StringVar(&o.url, "url", "", "measure a running sidecar at this MCP URL (e.g. http://127.0.0.1:8000/mcp) instead of starting one")
 	fs.StringVar(&o.token, "token", "", "bearer token for -url")
-	backends := fs.String("backends", "memory,sqlite", "backends of the in-process sidecar, comma-separated: memory, sqlite")
+	backends := fs.String("backends", "memory,sqlite", "backends of the in-process sidecar, comma-separated: memory, sqlite, redis")
+	fs.StringVar(&o.redisURL, "redis-url", "redis://localhost:6379", "Redis URL for -backends redis")
 	clients := fs.String("clients", "1,16,64", "numbers of concurrent clients, comma-separated")
 	fs.DurationVar(&o.duration, "duration", 500*time.Millisecond, "measuring time per row")
 	fs.DurationVar(&o.warmup, "warmup", 100*time.Millisecond, "unmeasured time before each row")
@@ -75,10 +78,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	for s := range strings.SplitSeq(*backends, ",") {
 		switch b := strings.TrimSpace(s); b {
-		case sidecar.BackendMemory, sidecar.BackendSQLite:
+		case sidecar.BackendMemory, sidecar.BackendSQLite, sidecar.BackendRedis:
 			o.backends = append(o.backends, b)
 		default:
-			return o, fmt.Errorf("-backends: %q is not memory or sqlite", s)
+			return o, fmt.Errorf("-backends: %q is not memory, sqlite or redis", s)
 		}
 	}
 	if o.duration <= 0 || o.warmup < 0 {
@@ -107,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return report(stdout, rows)
 	}
 	for _, b := range o.backends {
-		p, err := startSidecar(ctx, b)
+		p, err := startSidecar(ctx, b, o.redisURL)
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ func TestRun(t *testing.T) {
 
 // -url measures a sidecar that is already running.
 func TestRunAgainstURL(t *testing.T) {
-	p, err := startSidecar(t.Context(), "memory")
+	p, err := startSidecar(t.Context(), "memory", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestRunAgainstURL(t *testing.T) {
 
 func TestParseRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"-clients", "0"}, {"-clients", "x"}, {"-backends", "redis"}, {"-duration", "0s"}, {"stray"},
+		{"-clients", "0"}, {"-clients", "x"}, {"-backends", "postgres"}, {"-duration", "0s"}, {"stray"},
 	} {
 		if _, err := parse(args, io.Discard); err == nil {
 			t.Errorf("%v: want an error", args)

@@ -7,13 +7,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/examples/server/sidecar"
 )
@@ -94,20 +97,33 @@ func connect(ctx context.Context, mcpURL, token string, n int) ([]*client.Client
 
 // inProcess is a sidecar serving HTTP on a loopback port in this process.
 type inProcess struct {
-	sc     *sidecar.Sidecar
-	url    string
-	stop   context.CancelFunc
-	served chan error
-	dir    string
+	sc               *sidecar.Sidecar
+	url              string
+	stop             context.CancelFunc
+	served           chan error
+	dir              string
+	redisURL, prefix string
 }
 
 // startSidecar starts the real sidecar handler (examples/server/sidecar)
 // on backend, on a loopback listener. A SQLite file goes to a temporary
-// directory that close removes.
-func startSidecar(ctx context.Context, backend string) (*inProcess, error) {
+// directory that close removes; Redis keys go under a prefix of their own
+// (redisstate's prefix parameter), which close deletes.
+func startSidecar(ctx context.Context, backend, redisURL string) (*inProcess, error) {
 	cfg := sidecar.Defaults()
 	cfg.Backend, cfg.Port = backend, 0
 	p := &inProcess{served: make(chan error, 1)}
+	if backend == sidecar.BackendRedis {
+		u, err := url.Parse(redisURL)
+		if err != nil {
+			return nil, fmt.Errorf("-redis-url: %w", err)
+		}
+		p.redisURL, p.prefix = redisURL, fmt.Sprintf("loadgen-%d:", time.Now().UnixNano())
+		q := u.Query()
+		q.Set("prefix", p.prefix)
+		u.RawQuery = q.Encode()
+		cfg.RedisURL = u.String()
+	}
 	if backend == sidecar.BackendSQLite {
 		dir, err := os.MkdirTemp("", "loadgen-")
 		if err != nil {
@@ -136,7 +152,29 @@ func (p *inProcess) close() error {
 	p.stop()
 	err := errors.Join(<-p.served, p.sc.Close())
 	p.removeDir()
-	return err
+	return errors.Join(err, p.deleteRedisKeys())
+}
+
+// deleteRedisKeys deletes the keys of the run's Redis prefix, which
+// redisstate puts in a hash tag "{prefix...".
+func (p *inProcess) deleteRedisKeys() error {
+	if p.prefix == "" {
+		return nil
+	}
+	o, err := redis.ParseURL(p.redisURL)
+	if err != nil {
+		return fmt.Errorf("cleaning Redis up: %w", err)
+	}
+	rdb := redis.NewClient(o)
+	defer rdb.Close()
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, "{"+p.prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if err := rdb.Del(ctx, iter.Val()).Err(); err != nil {
+			return fmt.Errorf("cleaning Redis up: %w", err)
+		}
+	}
+	return iter.Err()
 }
 
 func (p *inProcess) removeDir() {

@@ -7,6 +7,7 @@ import (
 
 	// The backends the sidecar can open; each registers its URL scheme.
 	_ "github.com/statesidecar/state/backend/memstate"
+	_ "github.com/statesidecar/state/backend/redisstate"
 	_ "github.com/statesidecar/state/backend/sqlitestate"
 )
 

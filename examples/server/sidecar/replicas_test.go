@@ -1,19 +1,23 @@
 package sidecar
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/redis/go-redis/v9"
 )
 
 // roundRobin is a load balancer without session affinity, as an
@@ -22,10 +26,14 @@ type roundRobin struct {
 	replicas []*url.URL
 	next     atomic.Int64
 	hits     []atomic.Int64
+	tr       *http.Transport
 }
 
 func newRoundRobin(t *testing.T, baseURLs ...string) *roundRobin {
-	rr := &roundRobin{hits: make([]atomic.Int64, len(baseURLs))}
+	rr := &roundRobin{hits: make([]atomic.Int64, len(baseURLs)), tr: http.DefaultTransport.(*http.Transport).Clone()}
+	// A connection dialed but never used holds http.Server.Shutdown for 5s
+	// (it cannot tell it from a request about to arrive): close them first.
+	t.Cleanup(rr.tr.CloseIdleConnections)
 	for _, b := range baseURLs {
 		u, err := url.Parse(b)
 		if err != nil {
@@ -42,7 +50,7 @@ func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
 	out := r.Clone(r.Context())
 	out.URL.Scheme, out.URL.Host = rr.replicas[i].Scheme, rr.replicas[i].Host
 	out.Host = rr.replicas[i].Host
-	return http.DefaultTransport.RoundTrip(out)
+	return rr.tr.RoundTrip(out)
 }
 
 // client returns an MCP client whose every request goes through rr.
@@ -51,17 +59,75 @@ func (rr *roundRobin) client(t *testing.T, legacy bool) *client.Client {
 		transport.WithHTTPBasicClient(&http.Client{Transport: rr}))
 }
 
-func sqliteConfig(t *testing.T, path string) Config {
-	c := memConfig()
-	c.Backend, c.DBPath = BackendSQLite, path
-	return c
+// sharedBackends are the backends several replicas can share: one SQLite
+// file always, and Redis when STATE_TEST_REDIS_URL is set. Each returns the
+// configuration of a replica; all replicas of one call share the store.
+func sharedBackends(t *testing.T) map[string]func() Config {
+	db := filepath.Join(t.TempDir(), "shared.db")
+	out := map[string]func() Config{
+		"sqlite": func() Config {
+			c := memConfig()
+			c.Backend, c.DBPath = BackendSQLite, db
+			return c
+		},
+	}
+	redisURL := os.Getenv("STATE_TEST_REDIS_URL")
+	if redisURL == "" {
+		t.Log("Redis replicas skipped: set STATE_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run them")
+		return out
+	}
+	u, err := url.Parse(redisURL)
+	if err != nil {
+		t.Fatalf("STATE_TEST_REDIS_URL: %v", err)
+	}
+	prefix := fmt.Sprintf("sidecar-test-%d:", time.Now().UnixNano())
+	q := u.Query()
+	q.Set("prefix", prefix)
+	u.RawQuery = q.Encode()
+	t.Cleanup(func() { deleteRedisPrefix(t, redisURL, prefix) })
+	out["redis"] = func() Config {
+		c := memConfig()
+		c.Backend, c.RedisURL = BackendRedis, u.String()
+		return c
+	}
+	return out
 }
 
-// Two stateless replicas over one SQLite file behind a round robin: no
-// session affinity, and every call may land on either.
-func TestTwoReplicasOneSQLiteFile(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "shared.db")
-	a, b := startHTTP(t, sqliteConfig(t, db)), startHTTP(t, sqliteConfig(t, db))
+// deleteRedisPrefix leaves nothing of a test behind in a shared Redis: the
+// keys under prefix, which redisstate puts in a hash tag "{prefix...".
+func deleteRedisPrefix(t *testing.T, redisURL, prefix string) {
+	o, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Logf("not cleaning Redis up (%v)", err)
+		return
+	}
+	rdb := redis.NewClient(o)
+	defer rdb.Close()
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, "{"+prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		rdb.Del(ctx, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Logf("cleaning Redis up: %v", err)
+	}
+}
+
+// startReplicas starts two sidecars over one shared store.
+func startReplicas(t *testing.T, cfg func() Config) (a, b *running) {
+	return startHTTP(t, cfg()), startHTTP(t, cfg())
+}
+
+// Two stateless replicas over one store (one SQLite file; Redis) behind a
+// round robin: no session affinity, and every call may land on either.
+func TestTwoReplicasOneStore(t *testing.T) {
+	for name, cfg := range sharedBackends(t) {
+		t.Run(name, func(t *testing.T) { testTwoReplicas(t, cfg) })
+	}
+}
+
+func testTwoReplicas(t *testing.T, cfg func() Config) {
+	a, b := startReplicas(t, cfg)
 	rr := newRoundRobin(t, a.URL, b.URL)
 
 	for _, legacy := range []bool{true, false} {
@@ -97,8 +163,13 @@ func jsonNum(i int) any { return json.Number(fmt.Sprint(i)) }
 // Agents racing to claim the same runs through two replicas: exactly one
 // wins each run, and every loser is told who holds it.
 func TestClaimRaceAcrossReplicas(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "race.db")
-	a, b := startHTTP(t, sqliteConfig(t, db)), startHTTP(t, sqliteConfig(t, db))
+	for name, cfg := range sharedBackends(t) {
+		t.Run(name, func(t *testing.T) { testClaimRace(t, cfg) })
+	}
+}
+
+func testClaimRace(t *testing.T, cfg func() Config) {
+	a, b := startReplicas(t, cfg)
 	rr := newRoundRobin(t, a.URL, b.URL)
 	const agents, runs = 8, 5
 	clients := make([]*client.Client, agents)

@@ -54,6 +54,34 @@ func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, o))
 }
 
+// quieter returns l for a chatty dependency: below debug level only its
+// warnings and errors pass (mcp-go logs every GET that stateless mode
+// rejects at info level).
+func quieter(l *slog.Logger, cfg Config) *slog.Logger {
+	if cfg.LogLevel <= slog.LevelDebug {
+		return l
+	}
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
+}
+
+// minLevel is a slog.Handler that drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(a), m.min}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{m.Handler.WithGroup(name), m.min}
+}
+
 func startupAttrs(cfg Config, sc *Sidecar) []any {
 	attrs := []any{"version", state.Version, "backend", sc.store.Backend(), "transport", cfg.Transport}
 	switch cfg.Backend {

@@ -79,7 +79,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 
 // httpOptions configures mcp-go's Streamable HTTP transport.
 func (s *Sidecar) httpOptions() []server.StreamableHTTPOption {
-	opts := []server.StreamableHTTPOption{server.WithStreamableHTTPLogger(s.log)}
+	opts := []server.StreamableHTTPOption{
+		server.WithStreamableHTTPLogger(quieter(s.log.With("component", "mcp-go"), s.cfg)),
+	}
 	if s.cfg.Stateful {
 		// Sessions live in this process's memory: older clients need sticky
 		// sessions. Sessions abandoned without a DELETE are swept.
