@@ -262,3 +262,16 @@ func metric(t *testing.T, baseURL, series string) float64 {
 	}
 	return 0
 }
+
+// A body over MaxRequestBytes is refused without reading it all, and the
+// sidecar goes on serving.
+func TestOversizedRequest(t *testing.T) {
+	r := startHTTP(t, memConfig())
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"state_set","arguments":{"key":"k","value":"` +
+		strings.Repeat("x", MaxRequestBytes) + `"}}}`
+	if resp := post(t, r.URL+"/mcp", nil, big); resp.StatusCode == http.StatusOK {
+		t.Errorf("a %d-byte request: 200, want a refusal", len(big))
+	}
+	c := connect(t, r.URL, false)
+	call(t, c, "state_set", map[string]any{"key": "k", "value": "small"})
+}
