@@ -119,16 +119,20 @@ func connect(t *testing.T, baseURL string, legacy bool, opts ...transport.Stream
 
 func dial(t *testing.T, baseURL string, legacy bool, opts ...transport.StreamableHTTPCOption) (*client.Client, error) {
 	t.Helper()
-	quiet := transport.WithHTTPLogger(slog.New(slog.DiscardHandler))
-	tr, err := transport.NewStreamableHTTP(baseURL+"/mcp", append([]transport.StreamableHTTPCOption{quiet}, opts...)...)
-	if err != nil {
-		return nil, err
-	}
-	var copts []client.ClientOption
+	opts = append([]transport.StreamableHTTPCOption{transport.WithHTTPLogger(slog.New(slog.DiscardHandler))}, opts...)
+	var c *client.Client
 	if legacy {
-		copts = append(copts, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+		tr, err := transport.NewStreamableHTTP(baseURL+"/mcp", opts...)
+		if err != nil {
+			return nil, err
+		}
+		c = client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	} else {
+		var err error
+		if c, err = client.NewStreamableHttpClient(baseURL+"/mcp", opts...); err != nil {
+			return nil, err
+		}
 	}
-	c := client.NewClient(tr, copts...)
 	t.Cleanup(func() { _ = c.Close() })
 	// Start's context lives as long as the client: a GET stream runs on it.
 	if err := c.Start(t.Context()); err != nil {

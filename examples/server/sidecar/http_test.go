@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/statesidecar/state/mcpadapter"
 )
 
@@ -23,6 +24,9 @@ func TestHTTPServesBothProtocolEras(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
 			c := connect(t, r.URL, legacy)
+			if got, want := c.ProtocolVersion(), map[bool]string{true: mcp.ProtocolVersion20251125, false: "2026-07-28"}[legacy]; got != want {
+				t.Errorf("negotiated protocol %q, want %q", got, want)
+			}
 			if legacy && c.GetSessionId() != "" {
 				t.Errorf("a stateless sidecar must not issue a session id, got %q", c.GetSessionId())
 			}
