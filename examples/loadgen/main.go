@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,6 +48,7 @@ func main() {
 type options struct {
 	url, token       string
 	redisURL         string
+	cpuProfile       string
 	backends         []string
 	clients          []int
 	duration, warmup time.Duration
@@ -63,6 +65,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	clients := fs.String("clients", "1,16,64", "numbers of concurrent clients, comma-separated")
 	fs.DurationVar(&o.duration, "duration", 500*time.Millisecond, "measuring time per row")
 	fs.DurationVar(&o.warmup, "warmup", 100*time.Millisecond, "unmeasured time before each row")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (client and in-process sidecar) to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -95,6 +98,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parse(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(stdout, "loadgen: %s, GOMAXPROCS=%d, %d CPUs; %v per row after %v warm-up; workload: state_set/state_get alternating\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), o.duration, o.warmup)
