@@ -73,6 +73,22 @@ func (s *Store) health(ctx context.Context, h *Health) error {
 	return nil
 }
 
+// Ping checks that the backend answers, with one point read: cheap enough
+// for a readiness probe, unlike Health, which counts.
+func (s *Store) Ping(ctx context.Context) error {
+	done, err := s.enter()
+	if err != nil {
+		return wrap("ping", "", err)
+	}
+	defer done()
+	_, now := s.now()
+	_, err = s.c.drv.Get(ctx, s.ns, "ping", now) // no key lives outside the layout's prefixes
+	if err == nil || isNotFound(err) {
+		return nil
+	}
+	return wrap("ping", "", err)
+}
+
 // Reset wipes everything in the store's namespace (entries, runs, leases,
 // sessions and history) in one atomic step and returns how many records it
 // cleared: entries, runs, step outputs, leases, sessions and history entries,

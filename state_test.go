@@ -153,3 +153,11 @@ func TestHealthReportsVersionAndBackend(t *testing.T) {
 	is.Equal(h.Version, state.Version)
 	is.Equal(h.Namespace, state.DefaultNamespace)
 }
+
+func TestPingAnswersUntilClosed(t *testing.T) {
+	is := is.New(t)
+	st := state.New(memstate.New(), &state.Options{SweepInterval: -1})
+	is.NoErr(st.Ping(context.Background())) // a reachable backend answers
+	is.NoErr(st.Close())
+	is.True(errors.Is(st.Ping(context.Background()), state.ErrClosed)) // a closed store does not
+}

@@ -17,7 +17,7 @@ func (s *Sidecar) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 }
 
-// readyz answers 200 when the backend answers (Store.Health) and 503
+// readyz answers 200 when the backend answers (Store.Ping) and 503
 // otherwise or once a shutdown has begun. The reason is logged, not shown:
 // the endpoint needs no token and a backend error may name hosts.
 func (s *Sidecar) readyz(w http.ResponseWriter, r *http.Request) {
@@ -29,7 +29,7 @@ func (s *Sidecar) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
-	if _, err := s.store.Health(ctx); err != nil {
+	if err := s.store.Ping(ctx); err != nil {
 		s.log.Warn("readiness check failed", "err", err)
 		body["status"] = "error"
 		writeJSON(w, http.StatusServiceUnavailable, body)
