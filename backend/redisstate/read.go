@@ -11,27 +11,41 @@ import (
 	"github.com/statesidecar/state/internal/layout"
 )
 
-// Get implements backend.Driver. With a given now it is one HMGET compared
-// here; with a zero now, one script that reads Redis's clock too.
+// Get implements backend.Driver in one round trip: with a given now, one
+// HMGET judged here; with a zero now, a small script that reads Redis's
+// clock with the record (lua/get.lua).
 func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backend.Record, error) {
 	if err := d.enter(ctx); err != nil {
 		return backend.Record{}, err
 	}
-	var r backend.Record
+	rkey := d.base(ns) + ":r:" + key
+	var f []any
+	var nowMs int64
 	if now.IsZero() {
-		recs, err := d.getMany(ctx, ns, []string{key}, now)
+		v, err := getScript.Run(ctx, d.rdb, []string{rkey}).Result()
 		if err != nil {
 			return backend.Record{}, d.fail(ctx, "get", err)
 		}
-		r = recs[0]
+		s, err := asSlice(v)
+		if err != nil || len(s) != 2+recFields {
+			return backend.Record{}, d.fail(ctx, "get", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+		}
+		sec, err1 := asInt(s[0])
+		usec, err2 := asInt(s[1])
+		if err1 != nil || err2 != nil {
+			return backend.Record{}, d.fail(ctx, "get", fmt.Errorf("unexpected TIME reply %v", s[:2]))
+		}
+		nowMs, f = sec*1000+usec/1000, s[2:]
 	} else {
-		f, err := d.rdb.HMGet(ctx, d.base(ns)+":r:"+key, "v", "w", "r", "c", "t", "x").Result()
-		if err != nil {
+		var err error
+		if f, err = d.rdb.HMGet(ctx, rkey, "v", "w", "r", "c", "t", "x").Result(); err != nil {
 			return backend.Record{}, d.fail(ctx, "get", err)
 		}
-		if r, err = toRecord(key, f, now.UnixMilli()); err != nil {
-			return backend.Record{}, d.fail(ctx, "get", err)
-		}
+		nowMs = now.UnixMilli()
+	}
+	r, err := toRecord(key, f, nowMs)
+	if err != nil {
+		return backend.Record{}, d.fail(ctx, "get", err)
 	}
 	if !r.Live() {
 		return backend.Record{}, backend.ErrNotFound
@@ -176,7 +190,7 @@ func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backen
 	return out, nil
 }
 
-// unpackEvent decodes the packed form lib.lua's ev writes:
+// unpackEvent decodes the packed form lua/ev.lua's ev writes:
 // "rev,time,len(key),len(op),len(writer),len(value),len(prev);" then the
 // five strings.
 func unpackEvent(s string) (backend.Event, error) {

@@ -11,11 +11,21 @@ import (
 	"github.com/statesidecar/state/internal/layout"
 )
 
-// The scripts, each prefixed with the shared helpers of lib.lua. Each runs
-// with KEYS[1] = the namespace's base key (see lib.lua for the key layout).
+// The scripts. Each but get.lua runs with KEYS[1] = the namespace's base
+// key and starts with base.lua (the key layout and common helpers) and the
+// other pieces it uses: Lua defines every helper anew on each call, so a
+// script carries only what it needs.
 var (
-	//go:embed lua/lib.lua
-	libLua string
+	//go:embed lua/base.lua
+	baseLua string
+	//go:embed lua/rec.lua
+	recLua string
+	//go:embed lua/ev.lua
+	evLua string
+	//go:embed lua/json.lua
+	jsonLua string
+	//go:embed lua/get.lua
+	getLua string
 	//go:embed lua/commit.lua
 	commitLua string
 	//go:embed lua/getmany.lua
@@ -35,17 +45,18 @@ var (
 	//go:embed lua/lease.lua
 	leaseLua string
 
-	commitScript  = redis.NewScript(libLua + commitLua)
-	getManyScript = redis.NewScript(libLua + getManyLua)
-	listScript    = redis.NewScript(libLua + listLua)
-	countScript   = redis.NewScript(libLua + countLua)
-	historyScript = redis.NewScript(libLua + historyLua)
-	resetScript   = redis.NewScript(libLua + resetLua)
-	sweepScript   = redis.NewScript(libLua + sweepLua)
-	claimScript   = redis.NewScript(libLua + claimLua)
-	leaseScript   = redis.NewScript(libLua + leaseLua)
+	getScript     = redis.NewScript(getLua)
+	commitScript  = redis.NewScript(baseLua + recLua + evLua + commitLua)
+	getManyScript = redis.NewScript(baseLua + getManyLua)
+	listScript    = redis.NewScript(baseLua + listLua)
+	countScript   = redis.NewScript(baseLua + countLua)
+	historyScript = redis.NewScript(baseLua + evLua + historyLua)
+	resetScript   = redis.NewScript(baseLua + evLua + resetLua)
+	sweepScript   = redis.NewScript(baseLua + evLua + sweepLua)
+	claimScript   = redis.NewScript(baseLua + recLua + evLua + jsonLua + claimLua)
+	leaseScript   = redis.NewScript(baseLua + recLua + evLua + jsonLua + leaseLua)
 
-	allScripts = []*redis.Script{commitScript, getManyScript, listScript, countScript, historyScript,
+	allScripts = []*redis.Script{getScript, commitScript, getManyScript, listScript, countScript, historyScript,
 		resetScript, sweepScript, claimScript, leaseScript}
 )
 

@@ -53,7 +53,7 @@ if held and c[2] ~= agent then return append(append({3, now, 0}, r), c) end
 
 local rev = redis.call('INCR', REV)
 if held then -- the holder again: a heartbeat
-  local cr = put(ckey, I(ttl), agent, ttl, now, rev, now)
+  local cr = put(ckey, I(ttl), agent, ttl, now, rev, now, meta(c))
   ev(id, 'workflow.heartbeat', runev(v), '', agent, now, rev)
   return append(append({5, now, 0}, r), cr)
 end
@@ -67,12 +67,12 @@ v.agent_id = agent
 v.attempt = v.attempt + 1
 v.fence = v.fence + 1
 v.updated_at = now
-local rr = put(rkey, runjson(head, v), '', 0, now, rev, now)
+local rr = put(rkey, runjson(head, v), '', 0, now, rev, now, meta(r))
 if v.status ~= st then
   del(sidx .. st .. '/' .. v.order)
   put(sidx .. v.status .. '/' .. v.order, '', '', 0, now, rev, now)
 end
-local cr = put(ckey, I(ttl), agent, ttl, now, rev, now)
+local cr = put(ckey, I(ttl), agent, ttl, now, rev, now, meta(c))
 local op, re = 'workflow.claim', 0
 if reclaim then op, re = 'workflow.reclaim', 1 end
 ev(id, op, runev(v), prev, agent, now, rev)

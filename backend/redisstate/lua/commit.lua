@@ -8,11 +8,24 @@
 -- Reply: {committed 0|1, revision, failed index, current revision, now}.
 local now = clock(ARGV[1])
 local nc, no, ne = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+
+-- seen holds the {r, c, x} of the records read before any write, so that
+-- a key is read once however many conditions, events and ops name it.
+local seen = {}
+local function read(k)
+  local m = seen[k]
+  if not m then
+    m = redis.call('HMGET', rk(k), 'r', 'c', 'x')
+    seen[k] = m
+  end
+  return m
+end
+
 local a = 5
 for i = 0, nc - 1 do
-  local f = redis.call('HMGET', rk(ARGV[a]), 'r', 'x')
+  local m = read(ARGV[a])
   local cur = 0
-  if f[1] and live(f[2], now) then cur = tonumber(f[1]) end
+  if m[1] and live(m[3], now) then cur = tonumber(m[1]) end
   if cur ~= tonumber(ARGV[a + 1]) then return {0, 0, i, cur, now} end
   a = a + 2
 end
@@ -23,10 +36,17 @@ a = a + 6 * no
 -- Previous values are read before any op is applied.
 local evs = {}
 for i = 1, ne do
-  local p = ARGV[a + 3]
-  if ARGV[a + 4] ~= '' then
-    local f = redis.call('HMGET', rk(ARGV[a + 4]), 'v', 'r', 'x')
-    if f[2] and live(f[3], now) then p = f[1] end
+  local p, pk = ARGV[a + 3], ARGV[a + 4]
+  if pk ~= '' then
+    local m = seen[pk]
+    if not m then
+      local f = redis.call('HMGET', rk(pk), 'r', 'c', 'x', 'v')
+      m = {f[1], f[2], f[3]}
+      seen[pk] = m
+      if m[1] and live(m[3], now) then p = f[4] end
+    elseif m[1] and live(m[3], now) then
+      p = redis.call('HGET', rk(pk), 'v')
+    end
   end
   local t = now
   if ARGV[a + 6] ~= '' then t = tonumber(ARGV[a + 6]) end
@@ -35,11 +55,13 @@ for i = 1, ne do
 end
 a = oa
 for i = 1, no do
+  local k = ARGV[a + 1]
   if ARGV[a] == 'p' then
-    put(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), rev, now)
+    put(k, ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), rev, now, seen[k])
   else
-    del(ARGV[a + 1])
+    del(k)
   end
+  seen[k] = nil -- written: read it again if an op names it again
   a = a + 6
 end
 for i = 1, ne do

@@ -10,7 +10,7 @@
 -- <base>:exp: the cost is the number of expired but unswept records, never
 -- the size of the namespace.
 local now = clock(ARGV[1])
-local out, ps = {redis.call('HLEN', HIST)}, {}
+local out, ps = {redis.call('XLEN', HIST)}, {}
 for i = 2, #ARGV, 3 do
   ps[#ps + 1] = ARGV[i]
   out[#out + 1] = redis.call('ZLEXCOUNT', IDX, ARGV[i + 1], ARGV[i + 2])

@@ -48,6 +48,6 @@ elseif r and r[2] ~= holder then -- free after another holder's lease expired
 end
 -- A new tenure's fence is this write's revision; like package state, its
 -- event leaves the fence 0 for history to fill in.
-local lr = put(key, '{"ttl_ms":' .. I(ttl) .. '}', holder, ttl, now, rev, now)
+local lr = put(key, '{"ttl_ms":' .. I(ttl) .. '}', holder, ttl, now, rev, now, meta(r))
 ev(res, op, lev(holder, fence, now + ttl), prev, holder, now, rev)
 return append({1, now, takeover}, lr)

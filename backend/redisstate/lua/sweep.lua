@@ -18,23 +18,32 @@ for i = 1, records do
 end
 if #dead > rlimit then more = 1 end
 
-local n = redis.call('HLEN', HIST)
-local lo = tonumber(redis.call('GET', EID) or '0') - n + 1
-local removed = 0
+-- Events go oldest first while there are too many or they are too old.
+local n = redis.call('XLEN', HIST)
+local removed, last = 0, nil
+local from, count = '-', 1 -- one event first: usually there is nothing to do
 while removed < n do
-  local id = I(lo + removed)
-  local s = redis.call('HGET', HIST, id)
-  local drop = maxEvents > 0 and n - removed > maxEvents
-  if s and not drop and maxAge > 0 then
-    local _, t = unev(s)
-    drop = t < now - maxAge
+  local es = redis.call('XRANGE', HIST, from, '+', 'COUNT', count)
+  count = 100
+  if #es == 0 then break end
+  local stop = false
+  for _, e in ipairs(es) do
+    local k, t = unev(e[2][2])
+    local drop = (maxEvents > 0 and n - removed > maxEvents) or (maxAge > 0 and t < now - maxAge)
+    if not drop then
+      stop = true
+      break
+    end
+    if removed == elimit then
+      more, stop = 1, true
+      break
+    end
+    local id = evid(e[1])
+    redis.call('ZREM', hk(k), id)
+    removed, last = removed + 1, id
   end
-  if not drop then break end
-  if removed == elimit then
-    more = 1
-    break
-  end
-  if s then dropev(id, s) end
-  removed = removed + 1
+  if stop then break end
+  from = '(' .. es[#es][1]
 end
+if last then redis.call('XTRIM', HIST, 'MINID', I(tonumber(last) + 1) .. '-0') end
 return {records, removed, more}
