@@ -2,8 +2,6 @@ package redisstate_test
 
 import (
 	"context"
-	"fmt"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,83 +13,100 @@ import (
 	"github.com/statesidecar/state/internal/redistest"
 )
 
-// BenchmarkRedis measures the store's fast operations beside raw go-redis
-// GET and SET on the same server and client, at 1 and 32 goroutines:
+// BenchmarkVsRaw measures the store's fast operations against raw go-redis
+// GET or SET on the same server and client, at 1 and 32 goroutines:
 //
-//	STATE_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench . ./backend/redisstate/
+//	STATE_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench VsRaw ./backend/redisstate/
 //
-// The store runs as in production: no injected clock, so every script reads
-// Redis's clock. GetInjectedClock is Get with a clock given by the caller
-// (one HMGET instead of a script).
-func BenchmarkRedis(b *testing.B) {
+// Each benchmark alternates ten rounds of raw commands and store operations
+// (b.N of each in all), so that both see the same machine load, and reports
+// the store's ns/op, the raw command's (raw-ns/op) and the store's
+// throughput as a fraction of raw (x-raw). The store runs as in
+// production: no injected clock, so every script reads Redis's clock.
+func BenchmarkVsRaw(b *testing.B) {
 	u := redistest.URL(b)
 	for _, g := range []int{1, 32} {
 		for _, bm := range []struct {
-			name string
-			fn   func(b *testing.B, e *benchEnv) func(i int64)
+			name, raw string
+			setup     func(b *testing.B, e *benchEnv) func(i int64) error
 		}{
-			{"RawGET", func(b *testing.B, e *benchEnv) func(int64) {
-				key := "{" + e.d.Prefix() + "}:raw"
-				if err := e.d.Client().Set(ctx, key, `{"n":1}`, 0).Err(); err != nil {
-					b.Fatal(err)
-				}
-				return func(int64) { e.check(e.d.Client().Get(ctx, key).Err()) }
-			}},
-			{"RawSET", func(b *testing.B, e *benchEnv) func(int64) {
-				base := "{" + e.d.Prefix() + "}:raw:"
-				return func(i int64) { e.check(e.d.Client().Set(ctx, base+strconv.FormatInt(i%1000, 10), `{"n":1}`, 0).Err()) }
-			}},
-			{"Get", func(b *testing.B, e *benchEnv) func(int64) {
+			{"Get", "GET", func(b *testing.B, e *benchEnv) func(int64) error {
 				if _, err := e.st.Set(ctx, "k", map[string]int{"n": 1}); err != nil {
 					b.Fatal(err)
 				}
-				return func(int64) { _, err := e.st.Get(ctx, "k"); e.check(err) }
+				return func(int64) error { _, err := e.st.Get(ctx, "k"); return err }
 			}},
-			{"GetInjectedClock", func(b *testing.B, e *benchEnv) func(int64) {
-				st := state.New(e.d, &state.Options{SweepInterval: -1, Clock: state.ClockFunc(time.Now)})
-				if _, err := st.Set(ctx, "k", map[string]int{"n": 1}); err != nil {
-					b.Fatal(err)
-				}
-				return func(int64) { _, err := st.Get(ctx, "k"); e.check(err) }
-			}},
-			{"Set", func(b *testing.B, e *benchEnv) func(int64) {
-				return func(i int64) {
+			{"Set", "SET", func(b *testing.B, e *benchEnv) func(int64) error {
+				return func(i int64) error {
 					_, err := e.st.Set(ctx, "k"+strconv.FormatInt(i%1000, 10), map[string]int{"n": 1})
-					e.check(err)
+					return err
 				}
 			}},
-			{"Claim", func(b *testing.B, e *benchEnv) func(int64) {
+			{"Claim", "SET", func(b *testing.B, e *benchEnv) func(int64) error {
 				ids := e.createRuns(b, b.N)
-				return func(i int64) { _, err := e.st.ClaimRun(ctx, ids[i], "agent"); e.check(err) }
+				return func(i int64) error { _, err := e.st.ClaimRun(ctx, ids[i], "agent"); return err }
 			}},
-			{"Acquire", func(b *testing.B, e *benchEnv) func(int64) {
-				return func(i int64) {
+			{"Heartbeat", "SET", func(b *testing.B, e *benchEnv) func(int64) error {
+				ids := e.createRuns(b, 1000)
+				for _, id := range ids {
+					if _, err := e.st.ClaimRun(ctx, id, "agent"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return func(i int64) error { _, err := e.st.ClaimRun(ctx, ids[i%1000], "agent"); return err }
+			}},
+			{"Acquire", "SET", func(b *testing.B, e *benchEnv) func(int64) error {
+				return func(i int64) error {
 					_, err := e.st.TryAcquire(ctx, "res-"+strconv.FormatInt(i, 10), "holder", time.Minute)
-					e.check(err)
+					return err
 				}
 			}},
 		} {
-			b.Run(fmt.Sprintf("%s/goroutines=%d", bm.name, g), func(b *testing.B) {
+			b.Run(bm.name+"/goroutines="+strconv.Itoa(g), func(b *testing.B) {
 				e := newBenchEnv(b, u)
-				op := bm.fn(b, e)
-				var next atomic.Int64
+				store := bm.setup(b, e)
+				raw := e.rawOp(b, bm.raw)
 				b.ReportAllocs()
 				b.ResetTimer()
-				if g == 1 {
-					for i := range b.N {
-						op(int64(i))
-					}
-					return
+				var rawT, storeT time.Duration
+				const rounds = 10
+				var next, rawNext atomic.Int64
+				for r := range rounds {
+					n := int64(b.N*(r+1)/rounds - b.N*r/rounds)
+					rawT += run(g, n, &rawNext, raw, e)
+					storeT += run(g, n, &next, store, e)
 				}
-				b.SetParallelism((g + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						op(next.Add(1) - 1)
-					}
-				})
+				b.StopTimer()
+				if err, _ := e.err.Load().(error); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "ns/op")
+				b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
+				b.ReportMetric(float64(rawT)/float64(storeT), "x-raw")
 			})
 		}
 	}
+}
+
+// run performs n operations with g goroutines, numbering them from next,
+// and returns how long they took.
+func run(g int, n int64, next *atomic.Int64, op func(int64) error, e *benchEnv) time.Duration {
+	end := next.Load() + n
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range g {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < end; i = next.Add(1) - 1 {
+				if err := op(i); err != nil {
+					e.err.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	next.Store(end)
+	return time.Since(start)
 }
 
 // benchEnv is a store over a client of its own, with a pool large enough
@@ -110,9 +125,6 @@ func newBenchEnv(b *testing.B, u string) *benchEnv {
 	}
 	e := &benchEnv{d: d, st: state.New(d, &state.Options{SweepInterval: -1})}
 	b.Cleanup(func() {
-		if err, _ := e.err.Load().(error); err != nil {
-			b.Error(err)
-		}
 		if err := redistest.Purge(context.Background(), d.Client(), d.Prefix()); err != nil {
 			b.Error(err)
 		}
@@ -121,33 +133,29 @@ func newBenchEnv(b *testing.B, u string) *benchEnv {
 	return e
 }
 
-// check records the first error of an operation; the benchmark fails at
-// its end.
-func (e *benchEnv) check(err error) {
-	if err != nil {
-		e.err.CompareAndSwap(nil, err)
+// rawOp returns a raw go-redis GET or SET of a small JSON value, on keys of
+// the benchmark's prefix.
+func (e *benchEnv) rawOp(b *testing.B, cmd string) func(int64) error {
+	rdb, base := e.d.Client(), "{"+e.d.Prefix()+"}:raw:"
+	if cmd == "GET" {
+		if err := rdb.Set(ctx, base+"k", `{"n":1}`, 0).Err(); err != nil {
+			b.Fatal(err)
+		}
+		return func(int64) error { return rdb.Get(ctx, base+"k").Err() }
 	}
+	return func(i int64) error { return rdb.Set(ctx, base+strconv.FormatInt(i%1000, 10), `{"n":1}`, 0).Err() }
 }
 
 // createRuns creates n runs to claim, 32 at a time.
 func (e *benchEnv) createRuns(b *testing.B, n int) []string {
 	b.Helper()
 	ids := make([]string, n)
-	var wg sync.WaitGroup
 	var next atomic.Int64
-	for range 32 {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				r, err := e.st.CreateRun(ctx, "job", nil)
-				if err != nil {
-					e.check(err)
-					return
-				}
-				ids[i] = r.ID
-			}
-		})
-	}
-	wg.Wait()
+	run(32, int64(n), &next, func(i int64) error {
+		r, err := e.st.CreateRun(ctx, "job", nil)
+		ids[i] = r.ID
+		return err
+	}, e)
 	if err, _ := e.err.Load().(error); err != nil {
 		b.Fatal(err)
 	}

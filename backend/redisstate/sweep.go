@@ -7,6 +7,9 @@ import (
 	"github.com/statesidecar/state/backend"
 )
 
+// defaultSweepLimit bounds a Sweep whose query sets no limit.
+const defaultSweepLimit = 500
+
 // Sweep implements backend.Sweeper. It visits every namespace of the
 // driver's prefix that was ever written to (the registry set), one script
 // per namespace, and stops when q.Limit records or q.Limit events have been
@@ -14,6 +17,10 @@ import (
 func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.SweepResult, error) {
 	if err := d.enter(ctx); err != nil {
 		return backend.SweepResult{}, err
+	}
+	limit := int64(q.Limit)
+	if limit <= 0 {
+		limit = defaultSweepLimit
 	}
 	var res backend.SweepResult
 	var cursor uint64
@@ -23,7 +30,7 @@ func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.Swee
 			return res, d.fail(ctx, "sweep", err)
 		}
 		for _, ns := range nss {
-			rl, el := int64(q.Limit)-res.Records, int64(q.Limit)-res.Events
+			rl, el := limit-res.Records, limit-res.Events
 			if rl <= 0 && el <= 0 {
 				res.More = true
 				return res, nil

@@ -35,6 +35,11 @@ const EnvURL = "STATE_TEST_REDIS_URL"
 // existing cluster.
 const EnvCluster = "STATE_TEST_REDIS_CLUSTER"
 
+// EnvSentinel names the variable that enables the Redis Sentinel test: "1"
+// starts a master and a sentinel on spare loopback ports (redis-server must
+// be on PATH).
+const EnvSentinel = "STATE_TEST_REDIS_SENTINEL"
+
 // Wait bounds every wait for a server; generous, because a busy two-core
 // machine may be slow, and never reached when things work.
 const Wait = 60 * time.Second
@@ -69,10 +74,18 @@ func Purge(ctx context.Context, rdb redis.UniversalClient, prefix string) error 
 		if err := iter.Err(); err != nil {
 			return err
 		}
-		for _, k := range keys { // one by one: a cluster refuses multi-slot DEL
-			if err := c.Del(ctx, k).Err(); err != nil {
+		for len(keys) > 0 { // single-key DELs, pipelined: a cluster refuses multi-slot DEL
+			n := min(len(keys), 1000)
+			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, k := range keys[:n] {
+					p.Del(ctx, k)
+				}
+				return nil
+			})
+			if err != nil {
 				return err
 			}
+			keys = keys[n:]
 		}
 		return nil
 	}
@@ -104,6 +117,7 @@ type Server struct {
 	bin   string
 	dir   string
 	extra []string
+	conf  string // a config file to start with, for Sentinel
 	cmd   *exec.Cmd
 	done  chan struct{}
 }
@@ -138,6 +152,9 @@ func (s *Server) Restart() {
 	}
 	args := append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}, s.extra...)
+	if s.conf != "" {
+		args = append([]string{s.conf}, s.extra...)
+	}
 	cmd := exec.Command(s.bin, args...)
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("redistest: starting %s: %v", s.bin, err)
@@ -229,6 +246,36 @@ func free(port int) bool {
 	}
 	_ = l.Close()
 	return true
+}
+
+// StartSentinel starts a Redis Sentinel on a spare loopback port that
+// monitors master under the name name, and waits until it answers and
+// knows the master.
+func StartSentinel(t testing.TB, master *Server, name string) *Server {
+	t.Helper()
+	s := &Server{Port: FreePort(t, false), t: t, bin: Binary(t, "redis-server"), dir: t.TempDir(), extra: []string{"--sentinel"}}
+	s.conf = filepath.Join(s.dir, "sentinel.conf")
+	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor %s 127.0.0.1 %d 1\n",
+		s.Port, s.dir, filepath.Join(s.dir, "redis.log"), name, master.Port)
+	if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Restart()
+	t.Cleanup(s.Stop)
+	c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), Wait)
+	defer cancel()
+	for {
+		addr, err := c.GetMasterAddrByName(ctx, name).Result()
+		if err == nil && len(addr) == 2 && addr[1] == strconv.Itoa(master.Port) {
+			return s
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("redistest: sentinel does not know master %s after %v: %v", name, Wait, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the sentinel's readiness
+	}
 }
 
 // StartCluster starts a Redis Cluster of n masters without replicas on
