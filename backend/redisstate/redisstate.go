@@ -19,19 +19,25 @@
 // # Keys
 //
 // All keys of one namespace share the hash tag "{<prefix>:<namespace>}", so
-// a script touches one Cluster slot. Records are hashes; a lexicographic
-// sorted set of record keys serves prefix listing and counting, a sorted set
-// by expiry serves sweeping, and history lives in a hash with a per-key index.
-// Nothing on a request path uses KEYS or SCAN. The revision and event-id
-// counters of a namespace never expire and survive Reset, so lease fences
-// never go backwards, as long as Redis itself keeps its data: run it with
-// persistence (AOF) when fences must survive a Redis restart.
+// a script touches one Cluster slot and namespaces spread over the masters.
+// Records are hashes; a lexicographic sorted set of record keys serves
+// prefix listing and counting, a sorted set by expiry serves sweeping, and
+// history is a stream with a small sorted set of event ids per key
+// (lua/base.lua lists every key). Nothing on a request path uses KEYS or
+// SCAN.
+//
+// Revisions (versions, fences) and event ids count per namespace: a global
+// counter would put every namespace in one slot. The counters never expire
+// and survive Reset, so fences never go backwards, as long as Redis keeps
+// its data: run it with persistence (AOF) when fences must survive a Redis
+// restart.
 //
 // Expiry is data compared against the clock, not Redis TTLs: expired
 // records are invisible at once and physically removed by Sweep, which the
-// store's background sweeper calls every minute by default. The namespaces
-// Sweep visits are listed in the set "{<prefix>}:namespaces", added to by a
-// driver the first time it writes to a namespace.
+// store's background sweeper calls every minute by default (on every
+// replica; sweeping twice is harmless). The namespaces Sweep visits are
+// listed in the set "{<prefix>}:namespaces", added to by a driver the first
+// time it writes to a namespace: that first write costs one SADD more.
 //
 // # URLs
 //
@@ -100,7 +106,9 @@ var (
 // Configure rdb with ContextTimeoutEnabled so that calls respect their
 // context's deadline, and with MaxRetries -1: go-redis otherwise re-sends a
 // command whose reply was lost, and a write script sent twice is applied
-// twice. Open does both.
+// twice. Open does both. A context cancelled without a deadline is noticed
+// before a command is sent; once it is sent, go-redis waits for the reply up
+// to the client's read timeout.
 func New(ctx context.Context, rdb redis.UniversalClient, opts *Options) (*Driver, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstate: New called with a nil client")
