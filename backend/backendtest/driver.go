@@ -318,11 +318,14 @@ func driverCases() []testCase[driverEnv] {
 			is := is.New(t)
 			other := driverEnv{d: e.d, ns: newNS()}
 			e.put(t, t0, putOp("k", "mine", 0))
-			other.put(t, t0, putOp("k", "theirs", 0))
 			r, _ := e.get(t, t0, "k")
-			is.Equal(string(r.Value), "mine") // a namespace sees only its own records
 			res := other.commit(t, t0, &backend.Txn{If: []backend.Cond{{Key: "k", Revision: r.Revision}}})
-			is.True(!res.Committed) // conditions see only the namespace's own records
+			is.True(!res.Committed)         // conditions see only the namespace's own records
+			is.Equal(res.Current, int64(0)) // a key live in another namespace is absent in this one
+			res = other.commit(t, t0, &backend.Txn{If: []backend.Cond{{Key: "k"}}, Then: []backend.Op{putOp("k", "theirs", 0)}})
+			is.True(res.Committed) // Cond{Revision: 0} holds for a key only another namespace has
+			r, _ = e.get(t, t0, "k")
+			is.Equal(string(r.Value), "mine") // a namespace sees only its own records
 		}},
 		{"CancelledContextIsAnError", func(t *testing.T, e driverEnv) {
 			is := is.New(t)
