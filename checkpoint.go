@@ -58,22 +58,9 @@ func (s *Store) checkpoint(ctx context.Context, id string, step int64, output an
 	if err != nil {
 		return Run{}, err
 	}
-	done, err := s.enter()
-	if err != nil {
-		return Run{}, err
-	}
-	defer done()
 	var res Run
-	keys := []string{layout.Run(id), layout.Claim(id), layout.Output(id, step)}
-	_, err = s.update(ctx, keys, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
-		rr, cr, or := recs[0], recs[1], recs[2]
-		if !rr.Live() {
-			return nil, ErrNotFound
-		}
-		v, err := decodeRun(rr)
-		if err != nil {
-			return nil, err
-		}
+	err = s.updateRun(ctx, id, []string{layout.Output(id, step)}, func(v *layout.RunValue, cr backend.Record, extra []backend.Record, now time.Time) (*backend.Txn, error) {
+		or := extra[0]
 		st := Status(v.Status)
 		if st.Finished() {
 			if o.status == st && or.Live() && bytes.Equal(or.Value, out) {
@@ -149,21 +136,8 @@ func (s *Store) finish(ctx context.Context, id string, status Status, o callOpti
 	if err := checkOptionalID("agent_id", o.agent, s.c.opts.Limits.MaxIDBytes); err != nil {
 		return Run{}, err
 	}
-	done, err := s.enter()
-	if err != nil {
-		return Run{}, err
-	}
-	defer done()
 	var res Run
-	_, err = s.update(ctx, []string{layout.Run(id), layout.Claim(id)}, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
-		rr, cr := recs[0], recs[1]
-		if !rr.Live() {
-			return nil, ErrNotFound
-		}
-		v, err := decodeRun(rr)
-		if err != nil {
-			return nil, err
-		}
+	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, cr backend.Record, _ []backend.Record, now time.Time) (*backend.Txn, error) {
 		if st := Status(v.Status); st.Finished() {
 			if st == status {
 				res = runOf(id, v, backend.Record{})

@@ -64,24 +64,16 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 		}
 		ttl = o.claimTTL
 	}
-	done, err := s.enter()
-	if err != nil {
-		return Claim{}, err
-	}
-	defer done()
 	if c := s.c.claimer; c != nil {
+		done, err := s.enter()
+		if err != nil {
+			return Claim{}, err
+		}
+		defer done()
 		return s.claimNative(ctx, c, id, agent, ttl)
 	}
 	var out Claim
-	_, err = s.update(ctx, []string{layout.Run(id), layout.Claim(id)}, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
-		rr, cr := recs[0], recs[1]
-		if !rr.Live() {
-			return nil, ErrNotFound
-		}
-		v, err := decodeRun(rr)
-		if err != nil {
-			return nil, err
-		}
+	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, cr backend.Record, _ []backend.Record, now time.Time) (*backend.Txn, error) {
 		st := Status(v.Status)
 		if st.Finished() {
 			return nil, &ClaimError{Status: st, Holder: v.AgentID}
@@ -192,21 +184,8 @@ func (s *Store) releaseRun(ctx context.Context, id, agent string) (Run, error) {
 	if err := checkKey("agent_id", agent, s.c.opts.Limits.MaxIDBytes); err != nil {
 		return Run{}, err
 	}
-	done, err := s.enter()
-	if err != nil {
-		return Run{}, err
-	}
-	defer done()
 	var out Run
-	_, err = s.update(ctx, []string{layout.Run(id), layout.Claim(id)}, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
-		rr, cr := recs[0], recs[1]
-		if !rr.Live() {
-			return nil, ErrNotFound
-		}
-		v, err := decodeRun(rr)
-		if err != nil {
-			return nil, err
-		}
+	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, cr backend.Record, _ []backend.Record, now time.Time) (*backend.Txn, error) {
 		if Status(v.Status).Finished() {
 			return nil, &ClaimError{Status: Status(v.Status), Holder: v.AgentID}
 		}

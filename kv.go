@@ -76,32 +76,43 @@ func (s *Store) set(ctx context.Context, key string, value any, o callOptions) (
 	if err != nil {
 		return Entry{}, err
 	}
-	done, err := s.enter()
-	if err != nil {
-		return Entry{}, err
-	}
-	defer done()
-	stamp, _ := s.now()
 	rk := layout.KV(key)
-	txn := &backend.Txn{
-		Then:   []backend.Op{{Kind: backend.OpPut, Key: rk, Value: val, Writer: o.agent, TTL: o.ttl, Time: stamp}},
-		Events: []backend.Event{{Key: key, Op: "kv.set", Value: val, PrevOf: rk, Writer: o.agent}},
-	}
-	if o.versionOK {
-		txn.If = []backend.Cond{{Key: rk, Revision: o.version}}
-	}
-	res, err := s.commit(ctx, txn)
+	res, stamp, err := s.putRecord(ctx, rk, val, o, backend.Event{Key: key, Op: "kv.set", Value: val, PrevOf: rk, Writer: o.agent})
 	if err != nil {
 		return Entry{}, err
-	}
-	if !res.Committed {
-		return Entry{}, &ConflictError{Current: res.Current}
 	}
 	e := Entry{Key: key, Value: val, Version: res.Revision, AgentID: o.agent, UpdatedAt: stamp}
 	if o.ttl > 0 {
 		e.ExpiresAt = res.Now.Add(o.ttl)
 	}
 	return e, nil
+}
+
+// putRecord writes val to record rk, honouring WithTTL, WithAgent and
+// IfVersion, and records ev in history. It returns the commit's result and
+// the time the record was stamped with.
+func (s *Store) putRecord(ctx context.Context, rk string, val []byte, o callOptions, ev backend.Event) (backend.Result, time.Time, error) {
+	done, err := s.enter()
+	if err != nil {
+		return backend.Result{}, time.Time{}, err
+	}
+	defer done()
+	stamp, _ := s.now()
+	txn := &backend.Txn{
+		Then:   []backend.Op{{Kind: backend.OpPut, Key: rk, Value: val, Writer: o.agent, TTL: o.ttl, Time: stamp}},
+		Events: []backend.Event{ev},
+	}
+	if o.versionOK {
+		txn.If = []backend.Cond{{Key: rk, Revision: o.version}}
+	}
+	res, err := s.commit(ctx, txn)
+	if err != nil {
+		return backend.Result{}, time.Time{}, err
+	}
+	if !res.Committed {
+		return backend.Result{}, time.Time{}, &ConflictError{Current: res.Current}
+	}
+	return res, stamp, nil
 }
 
 // checkWrite validates the options of a write.
@@ -120,20 +131,25 @@ func (s *Store) checkWrite(o callOptions) error {
 // Get returns the live entry at key, or an error matching ErrNotFound if it
 // is missing or expired.
 func (s *Store) Get(ctx context.Context, key string) (Entry, error) {
-	if err := checkKey("key", key, s.c.opts.Limits.MaxKeyBytes); err != nil {
-		return Entry{}, wrap("kv.get", key, err)
-	}
-	done, err := s.enter()
-	if err != nil {
-		return Entry{}, wrap("kv.get", key, err)
-	}
-	defer done()
-	_, now := s.now()
-	r, err := s.c.drv.Get(ctx, s.ns, layout.KV(key), now)
+	r, err := s.getRecord(ctx, "key", key, layout.KV(key))
 	if err != nil {
 		return Entry{}, wrap("kv.get", key, err)
 	}
 	return entryOf(key, r), nil
+}
+
+// getRecord reads the live record rk of key, validating key as field.
+func (s *Store) getRecord(ctx context.Context, field, key, rk string) (backend.Record, error) {
+	if err := checkKey(field, key, s.c.opts.Limits.MaxKeyBytes); err != nil {
+		return backend.Record{}, err
+	}
+	done, err := s.enter()
+	if err != nil {
+		return backend.Record{}, err
+	}
+	defer done()
+	_, now := s.now()
+	return s.c.drv.Get(ctx, s.ns, rk, now)
 }
 
 // Exists reports whether a live entry is stored at key.

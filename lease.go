@@ -59,16 +59,7 @@ func (s *Store) Release(ctx context.Context, resource, holder string) (bool, err
 // GetLease returns the live lease on resource, or an error matching
 // ErrNotFound when it is free.
 func (s *Store) GetLease(ctx context.Context, resource string) (Lease, error) {
-	if err := checkKey("resource_id", resource, s.c.opts.Limits.MaxKeyBytes); err != nil {
-		return Lease{}, wrap("lease.get", resource, err)
-	}
-	done, err := s.enter()
-	if err != nil {
-		return Lease{}, wrap("lease.get", resource, err)
-	}
-	defer done()
-	_, now := s.now()
-	r, err := s.c.drv.Get(ctx, s.ns, layout.Lease(resource), now)
+	r, err := s.getRecord(ctx, "resource_id", resource, layout.Lease(resource))
 	if err != nil {
 		return Lease{}, wrap("lease.get", resource, err)
 	}

@@ -46,26 +46,10 @@ func (s *Store) saveSession(ctx context.Context, id string, sctx any, o callOpti
 	if len(val) == 0 || val[0] != '{' {
 		return Session{}, invalid("context", "must be a JSON object")
 	}
-	done, err := s.enter()
+	res, stamp, err := s.putRecord(ctx, layout.Session(id), val, o,
+		backend.Event{Key: id, Op: "session.save", Value: sizeJSON(len(val)), Writer: o.agent})
 	if err != nil {
 		return Session{}, err
-	}
-	defer done()
-	stamp, _ := s.now()
-	rk := layout.Session(id)
-	txn := &backend.Txn{
-		Then:   []backend.Op{{Kind: backend.OpPut, Key: rk, Value: val, Writer: o.agent, TTL: o.ttl, Time: stamp}},
-		Events: []backend.Event{{Key: id, Op: "session.save", Value: sizeJSON(len(val)), Writer: o.agent}},
-	}
-	if o.versionOK {
-		txn.If = []backend.Cond{{Key: rk, Revision: o.version}}
-	}
-	res, err := s.commit(ctx, txn)
-	if err != nil {
-		return Session{}, err
-	}
-	if !res.Committed {
-		return Session{}, &ConflictError{Current: res.Current}
 	}
 	ss := Session{ID: id, Context: val, Version: res.Revision, AgentID: o.agent, UpdatedAt: stamp}
 	if o.ttl > 0 {
@@ -80,16 +64,7 @@ func sizeJSON(n int) []byte { return []byte(`{"size":` + strconv.Itoa(n) + `}`) 
 // RestoreSession returns the live snapshot of session id, or an error
 // matching ErrNotFound.
 func (s *Store) RestoreSession(ctx context.Context, id string) (Session, error) {
-	if err := checkKey("session_id", id, s.c.opts.Limits.MaxKeyBytes); err != nil {
-		return Session{}, wrap("session.restore", id, err)
-	}
-	done, err := s.enter()
-	if err != nil {
-		return Session{}, wrap("session.restore", id, err)
-	}
-	defer done()
-	_, now := s.now()
-	r, err := s.c.drv.Get(ctx, s.ns, layout.Session(id), now)
+	r, err := s.getRecord(ctx, "session_id", id, layout.Session(id))
 	if err != nil {
 		return Session{}, wrap("session.restore", id, err)
 	}

@@ -196,6 +196,34 @@ func decodeRun(r backend.Record) (*layout.RunValue, error) {
 	return &v, nil
 }
 
+// runUpdateFunc computes the writes of an atomic change to one run from its
+// stored value, its claim record, the records of the extra keys asked for
+// and the time. Like updateFunc, it must not have side effects.
+type runUpdateFunc func(v *layout.RunValue, claim backend.Record, extra []backend.Record, now time.Time) (*backend.Txn, error)
+
+// updateRun applies fn to run id as one atomic read-modify-write of the
+// run, its claim and the extra keys; a run that does not exist is
+// ErrNotFound. Callers validate their arguments first.
+func (s *Store) updateRun(ctx context.Context, id string, extra []string, fn runUpdateFunc) error {
+	done, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
+	keys := append([]string{layout.Run(id), layout.Claim(id)}, extra...)
+	_, err = s.update(ctx, keys, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
+		if !recs[0].Live() {
+			return nil, ErrNotFound
+		}
+		v, err := decodeRun(recs[0])
+		if err != nil {
+			return nil, err
+		}
+		return fn(v, recs[1], recs[2:], now)
+	})
+	return err
+}
+
 // GetRun returns the run with id, or an error matching ErrNotFound.
 func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
 	r, err := s.getRun(ctx, id)

@@ -164,17 +164,24 @@ func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Coun
 	s := d.sp(q.NS)
 	c := backend.Counts{Prefixes: make([]int64, len(q.Prefixes)), Events: int64(len(s.events))}
 	for i, p := range q.Prefixes {
-		s.recs.AscendGreaterOrEqual(&backend.Record{Key: p}, func(r *backend.Record) bool {
-			if !strings.HasPrefix(r.Key, p) {
-				return false
-			}
-			if live(r, now) {
-				c.Prefixes[i]++
-			}
-			return true
-		})
+		c.Prefixes[i] = s.count(p, func(r *backend.Record) bool { return live(r, now) })
 	}
 	return c, nil
+}
+
+// count counts the records under prefix p for which ok holds.
+func (s *space) count(p string, ok func(*backend.Record) bool) int64 {
+	var n int64
+	s.recs.AscendGreaterOrEqual(&backend.Record{Key: p}, func(r *backend.Record) bool {
+		if !strings.HasPrefix(r.Key, p) {
+			return false
+		}
+		if ok(r) {
+			n++
+		}
+		return true
+	})
+	return n
 }
 
 // Commit implements backend.Driver.
@@ -297,13 +304,7 @@ func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.Rese
 	s := d.sp(q.NS)
 	res := backend.ResetResult{Events: int64(len(s.events))}
 	for _, p := range q.CountPrefixes {
-		s.recs.AscendGreaterOrEqual(&backend.Record{Key: p}, func(r *backend.Record) bool {
-			if !strings.HasPrefix(r.Key, p) {
-				return false
-			}
-			res.Records++
-			return true
-		})
+		res.Records += s.count(p, func(*backend.Record) bool { return true })
 	}
 	delete(d.spaces, q.NS)
 	return res, nil
