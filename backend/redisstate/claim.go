@@ -24,7 +24,7 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
 	s, err := asSlice(v)
-	if err != nil || (len(s) != 3 && len(s) != 3+2*recFields) {
+	if err != nil || (len(s) != 3 && len(s) != 5) {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	outcome, _ := asInt(s[0])
@@ -37,10 +37,10 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 	if len(s) == 3 {
 		return res, nil
 	}
-	if res.Run, err = toRecord(layout.Run(q.RunID), s[3:3+recFields], nowMs); err != nil {
+	if res.Run, err = toRecord(layout.Run(q.RunID), s[3], nowMs); err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
-	if res.Claim, err = toRecord(layout.Claim(q.RunID), s[3+recFields:], nowMs); err != nil {
+	if res.Claim, err = toRecord(layout.Claim(q.RunID), s[4], nowMs); err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
 	return res, nil

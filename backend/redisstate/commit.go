@@ -9,7 +9,8 @@ import (
 )
 
 // Commit implements backend.Driver: conditions, writes and events in one
-// script, so one round trip and atomic.
+// script, so one round trip and atomic. Package state's Set takes a script
+// of its own (see isSet); everything else the generic lua/commit.lua.
 func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
 	if err := d.enter(ctx); err != nil {
 		return backend.Result{}, err
@@ -18,6 +19,9 @@ func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, 
 		if err := d.touch(ctx, txn.NS); err != nil {
 			return backend.Result{}, err
 		}
+	}
+	if isSet(txn) {
+		return d.set(ctx, txn)
 	}
 	args := make([]any, 0, 4+2*len(txn.If)+6*len(txn.Then)+7*len(txn.Events))
 	args = append(args, nowArg(txn.Now), len(txn.If), len(txn.Then), len(txn.Events))

@@ -28,14 +28,14 @@ func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.Leas
 		return backend.LeaseResult{}, d.fail(ctx, "lease", err)
 	}
 	s, err := asSlice(v)
-	if err != nil || len(s) != 3+recFields {
+	if err != nil || len(s) != 4 {
 		return backend.LeaseResult{}, d.fail(ctx, "lease", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	ok, _ := asInt(s[0])
 	nowMs, _ := asInt(s[1])
 	takeover, _ := asInt(s[2])
 	res := backend.LeaseResult{OK: ok == 1, Takeover: takeover == 1, Now: msTime(q.Now, nowMs)}
-	if res.Lease, err = toRecord(key, s[3:], nowMs); err != nil {
+	if res.Lease, err = toRecord(key, s[3], nowMs); err != nil {
 		return backend.LeaseResult{}, d.fail(ctx, "lease", err)
 	}
 	return res, nil

@@ -2,48 +2,52 @@ package redisstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state/backend"
 	"github.com/statesidecar/state/internal/layout"
 )
 
 // Get implements backend.Driver in one round trip: with a given now, one
-// HMGET judged here; with a zero now, a small script that reads Redis's
-// clock with the record (lua/get.lua).
+// GET judged here; with a zero now, a small script that reads Redis's
+// clock too when the record can expire (lua/get.lua).
 func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backend.Record, error) {
 	if err := d.enter(ctx); err != nil {
 		return backend.Record{}, err
 	}
 	rkey := d.base(ns) + ":r:" + key
-	var f []any
+	var v any
 	var nowMs int64
 	if now.IsZero() {
-		v, err := getScript.Run(ctx, d.rdb, []string{rkey}).Result()
-		if err != nil {
-			return backend.Record{}, d.fail(ctx, "get", err)
-		}
-		s, err := asSlice(v)
-		if err != nil || len(s) != 2+recFields {
-			return backend.Record{}, d.fail(ctx, "get", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
-		}
-		sec, err1 := asInt(s[0])
-		usec, err2 := asInt(s[1])
-		if err1 != nil || err2 != nil {
-			return backend.Record{}, d.fail(ctx, "get", fmt.Errorf("unexpected TIME reply %v", s[:2]))
-		}
-		nowMs, f = sec*1000+usec/1000, s[2:]
-	} else {
 		var err error
-		if f, err = d.rdb.HMGet(ctx, rkey, "v", "w", "r", "c", "t", "x").Result(); err != nil {
+		if v, err = getScript.Run(ctx, d.rdb, []string{rkey}).Result(); err != nil && !errors.Is(err, redis.Nil) {
 			return backend.Record{}, d.fail(ctx, "get", err)
+		}
+		if s, ok := v.([]any); ok { // {record, TIME seconds, TIME microseconds}
+			if len(s) != 3 {
+				return backend.Record{}, d.fail(ctx, "get", fmt.Errorf("unexpected reply (%d elements)", len(s)))
+			}
+			sec, err1 := asInt(s[1])
+			usec, err2 := asInt(s[2])
+			if err1 != nil || err2 != nil {
+				return backend.Record{}, d.fail(ctx, "get", fmt.Errorf("unexpected TIME reply %v", s[1:]))
+			}
+			v, nowMs = s[0], sec*1000+usec/1000
+		}
+	} else {
+		s, err := d.rdb.Get(ctx, rkey).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return backend.Record{}, d.fail(ctx, "get", err)
+		}
+		if err == nil {
+			v = s
 		}
 		nowMs = now.UnixMilli()
 	}
-	r, err := toRecord(key, f, nowMs)
+	r, err := toRecord(key, v, nowMs)
 	if err != nil {
 		return backend.Record{}, d.fail(ctx, "get", err)
 	}
@@ -83,7 +87,7 @@ func (d *Driver) getMany(ctx context.Context, ns string, keys []string, now time
 		return nil, err
 	}
 	s, err := asSlice(v)
-	if err != nil || len(s) != 1+recFields*len(keys) {
+	if err != nil || len(s) != 1+len(keys) {
 		return nil, fmt.Errorf("unexpected reply to get_many (%d elements): %v", len(s), err)
 	}
 	nowMs, err := asInt(s[0])
@@ -92,7 +96,7 @@ func (d *Driver) getMany(ctx context.Context, ns string, keys []string, now time
 	}
 	out := make([]backend.Record, len(keys))
 	for i, k := range keys {
-		if out[i], err = toRecord(k, s[1+recFields*i:1+recFields*(i+1)], nowMs); err != nil {
+		if out[i], err = toRecord(k, s[1+i], nowMs); err != nil {
 			return nil, err
 		}
 	}
@@ -118,13 +122,13 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 		return nil, d.fail(ctx, "list", err)
 	}
 	s, err := asSlice(v)
-	if err != nil || len(s) == 0 || (len(s)-1)%(1+recFields) != 0 {
+	if err != nil || len(s) == 0 || (len(s)-1)%2 != 0 {
 		return nil, d.fail(ctx, "list", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	nowMs, _ := asInt(s[0])
-	out := make([]backend.Record, 0, (len(s)-1)/(1+recFields))
-	for i := 1; i < len(s); i += 1 + recFields {
-		r, err := toRecord(asString(s[i]), s[i+1:i+1+recFields], nowMs)
+	out := make([]backend.Record, 0, (len(s)-1)/2)
+	for i := 1; i < len(s); i += 2 {
+		r, err := toRecord(asString(s[i]), s[i+1], nowMs)
 		if err != nil {
 			return nil, d.fail(ctx, "list", err)
 		}
@@ -190,40 +194,28 @@ func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backen
 	return out, nil
 }
 
-// unpackEvent decodes the packed form lua/ev.lua's ev writes:
-// "rev,time,len(key),len(op),len(writer),len(value),len(prev);" then the
-// five strings.
+// evHeader is the length of a packed event's header (lua/ev.lua): the
+// little-endian revision and time ms (8 bytes each), then the lengths of
+// key, op, writer, value and prev (4 bytes each).
+const evHeader = 36
+
+// unpackEvent decodes an event as lua/ev.lua packs it: the header, then
+// key, op, writer, value and prev.
 func unpackEvent(s string) (backend.Event, error) {
 	var e backend.Event
-	semi := strings.IndexByte(s, ';')
-	if semi < 0 {
+	if len(s) < evHeader {
 		return e, fmt.Errorf("corrupt event header")
 	}
-	var n [7]int64
-	head := s[:semi]
-	for i := range n {
-		part := head
-		if j := strings.IndexByte(head, ','); j >= 0 {
-			part, head = head[:j], head[j+1:]
-		} else {
-			head = ""
-		}
-		v, err := strconv.ParseInt(part, 10, 64)
-		if err != nil {
-			return e, fmt.Errorf("corrupt event header: %w", err)
-		}
-		n[i] = v
-	}
-	body := s[semi+1:]
+	body := s[evHeader:]
 	var parts [5]string
 	for i := range parts {
-		l := n[2+i]
+		l := le32(s[16+4*i:])
 		if l < 0 || int64(len(body)) < l {
 			return e, fmt.Errorf("corrupt event body")
 		}
 		parts[i], body = body[:l], body[l:]
 	}
-	e.Revision, e.Time = n[0], layout.Time(n[1])
+	e.Revision, e.Time = le64(s), layout.Time(le64(s[8:]))
 	e.Key, e.Op, e.Writer = parts[0], parts[1], parts[2]
 	if parts[3] != "" {
 		e.Value = []byte(parts[3])

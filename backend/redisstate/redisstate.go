@@ -20,17 +20,26 @@
 //
 // All keys of one namespace share the hash tag "{<prefix>:<namespace>}", so
 // a script touches one Cluster slot and namespaces spread over the masters.
-// Records are hashes; a lexicographic sorted set of record keys serves
-// prefix listing and counting, a sorted set by expiry serves sweeping, and
-// history is a stream with a small sorted set of event ids per key
-// (lua/base.lua lists every key). Nothing on a request path uses KEYS or
-// SCAN.
+// A record is one string, a small binary header (revisions, times, writer
+// length) followed by the writer and the value, so reading it is a GET and
+// writing it a SET. A lexicographic sorted set of record keys serves prefix
+// listing and counting, and a sorted set by expiry serves sweeping. History
+// is a list of packed events in append order, whose positions give the
+// event ids, with a list of event ids per key (lua/base.lua lists every
+// key). Nothing on a request path uses KEYS or SCAN.
+//
+// The hot operations (Get, Set, ClaimRun, Lease) have scripts of their own
+// that do nothing they do not need, and every redis.call and every helper a
+// script defines costs: Get reads Redis's clock only for a record that can
+// expire, and Set, the commonest commit (one put and its own history
+// event), skips the generic commit's bookkeeping.
 //
 // Revisions (versions, fences) and event ids count per namespace: a global
-// counter would put every namespace in one slot. The counters never expire
-// and survive Reset, so fences never go backwards, as long as Redis keeps
-// its data: run it with persistence (AOF) when fences must survive a Redis
-// restart.
+// counter would put every namespace in one slot. The revision counter and
+// the count of events ever removed (which event ids start after) never
+// expire and survive Reset, so neither fences nor ids go backwards, as long
+// as Redis keeps its data: run it with persistence (AOF) when fences must
+// survive a Redis restart.
 //
 // Expiry is data compared against the clock, not Redis TTLs: expired
 // records are invisible at once and physically removed by Sweep, which the

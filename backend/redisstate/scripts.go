@@ -11,10 +11,11 @@ import (
 	"github.com/statesidecar/state/internal/layout"
 )
 
-// The scripts. Each but get.lua runs with KEYS[1] = the namespace's base
-// key and starts with base.lua (the key layout and common helpers) and the
-// other pieces it uses: Lua defines every helper anew on each call, so a
-// script carries only what it needs.
+// The scripts. The cold ones run with KEYS[1] = the namespace's base key
+// and start with base.lua (the key layout and common helpers) and the other
+// pieces they use. Lua defines every helper anew on each call, and that
+// costs even when unused, so the hot ones (get, set, claim, lease) stand
+// alone, with json.lua at most, and spell the formats out.
 var (
 	//go:embed lua/base.lua
 	baseLua string
@@ -26,6 +27,8 @@ var (
 	jsonLua string
 	//go:embed lua/get.lua
 	getLua string
+	//go:embed lua/set.lua
+	setLua string
 	//go:embed lua/commit.lua
 	commitLua string
 	//go:embed lua/getmany.lua
@@ -46,25 +49,39 @@ var (
 	leaseLua string
 
 	getScript     = redis.NewScript(getLua)
+	setScript     = redis.NewScript(setLua)
 	commitScript  = redis.NewScript(baseLua + recLua + evLua + commitLua)
-	getManyScript = redis.NewScript(baseLua + getManyLua)
-	listScript    = redis.NewScript(baseLua + listLua)
+	getManyScript = redis.NewScript(baseLua + recLua + getManyLua)
+	listScript    = redis.NewScript(baseLua + recLua + listLua)
 	countScript   = redis.NewScript(baseLua + countLua)
-	historyScript = redis.NewScript(baseLua + evLua + historyLua)
+	historyScript = redis.NewScript(baseLua + historyLua)
 	resetScript   = redis.NewScript(baseLua + evLua + resetLua)
 	sweepScript   = redis.NewScript(baseLua + evLua + sweepLua)
-	claimScript   = redis.NewScript(baseLua + recLua + evLua + jsonLua + claimLua)
-	leaseScript   = redis.NewScript(baseLua + recLua + evLua + jsonLua + leaseLua)
+	claimScript   = redis.NewScript(jsonLua + claimLua)
+	leaseScript   = redis.NewScript(jsonLua + leaseLua)
 
-	allScripts = []*redis.Script{getScript, commitScript, getManyScript, listScript, countScript, historyScript,
-		resetScript, sweepScript, claimScript, leaseScript}
+	allScripts = []*redis.Script{getScript, setScript, commitScript, getManyScript, listScript, countScript,
+		historyScript, resetScript, sweepScript, claimScript, leaseScript}
 )
 
-// recFields is the number of fields of a record in script replies:
-// v, w, r, c, t, x.
-const recFields = 6
+// recHeader is the length of a packed record's header (lua/rec.lua): the
+// little-endian revision, create revision, updated ms and expiry ms (8
+// bytes each) and the writer's length (4 bytes).
+const recHeader = 36
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// le64 and le32 read little-endian signed integers at the start of s.
+func le64(s string) int64 {
+	_ = s[7]
+	return int64(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56)
+}
+
+func le32(s string) int64 {
+	_ = s[3]
+	return int64(int32(uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24))
+}
 
 // asInt reads an integer from a reply element: an integer reply, a bulk
 // string of digits, or nil (0).
@@ -100,31 +117,26 @@ func asSlice(v any) ([]any, error) {
 	return s, nil
 }
 
-// toRecord decodes the fields v, w, r, c, t, x of key's record, judging
-// liveness at nowMs. An absent record gives a Record with only Key set.
-func toRecord(key string, f []any, nowMs int64) (backend.Record, error) {
+// toRecord decodes key's packed record v (lua/rec.lua), judging liveness at
+// nowMs. An absent record (nil) gives a Record with only Key set.
+func toRecord(key string, v any, nowMs int64) (backend.Record, error) {
 	r := backend.Record{Key: key}
-	if len(f) < recFields {
-		return r, fmt.Errorf("short record reply for %q", key)
-	}
-	if f[2] == nil {
+	if v == nil {
 		return r, nil
 	}
-	var nums [4]int64
-	for i := range nums {
-		n, err := asInt(f[2+i])
-		if err != nil {
-			return r, fmt.Errorf("record %q: %w", key, err)
-		}
-		nums[i] = n
+	s, ok := v.(string)
+	if !ok || len(s) < recHeader {
+		return r, fmt.Errorf("record %q: unexpected reply %T of %d bytes", key, v, len(s))
 	}
-	if f[0] != nil {
-		r.Value = []byte(asString(f[0]))
+	wl := le32(s[32:])
+	if wl < 0 || wl > int64(len(s)-recHeader) {
+		return r, fmt.Errorf("record %q: corrupt header", key)
 	}
-	r.Writer = asString(f[1])
-	r.Revision, r.CreateRevision = nums[0], nums[1]
-	r.UpdatedAt, r.ExpiresAt = layout.Time(nums[2]), layout.Time(nums[3])
-	r.Expired = nums[3] != 0 && nums[3] <= nowMs
+	x := le64(s[24:])
+	r.Revision, r.CreateRevision = le64(s), le64(s[8:])
+	r.UpdatedAt, r.ExpiresAt = layout.Time(le64(s[16:])), layout.Time(x)
+	r.Writer, r.Value = s[recHeader:recHeader+wl], []byte(s[recHeader+wl:])
+	r.Expired = x != 0 && x <= nowMs
 	return r, nil
 }
 

@@ -1,79 +1,120 @@
 -- claim.lua claims a workflow run in one step (backend.Claimer), following
 -- exactly the rules of the portable code in package state (claim.go) and
--- writing the same records and events.
+-- writing the same records and events. It is prepended only with json.lua
+-- and spells out the record and event formats of rec.lua and ev.lua: it is
+-- a hot path, and helpers cost even unused. Reads share one MGET and
+-- writes one MSET: every redis.call has a fixed cost.
 --
+-- KEYS[1] is the namespace's base (see base.lua for the layout).
 -- ARGV: now ('' for Redis's clock), run id, agent, claim TTL ms, run record
 -- key, claim record key, status index prefix.
--- Reply: {outcome, now, reclaimed 0|1, run fields v w r c t x, claim fields
--- v w r c t x}, where outcome is 1 not found, 2 finished, 3 held by another
--- agent, 4 acquired, 5 renewed (backend.ClaimOutcome).
-
--- runev summarises a run for history (layout.EventOf without a step).
-local function runev(v)
-  local s = '{"status":' .. jstr(v.status)
-  if type(v.agent_id) == 'string' and v.agent_id ~= '' then s = s .. ',"agent_id":' .. jstr(v.agent_id) end
-  return s .. ',"attempt":' .. I(v.attempt) .. ',"fence":' .. I(v.fence) .. ',"last_step":' .. I(v.last_step) .. '}'
+-- Reply: {outcome, now, reclaimed 0|1[, run record, claim record]}, records
+-- packed (false: absent), where outcome is 1 not found, 2 finished, 3 held
+-- by another agent, 4 acquired, 5 renewed (backend.ClaimOutcome).
+--
+-- The run's JSON (layout.RunValue as Go's json.Marshal writes it) is not
+-- decoded: its head (name and tags) is kept byte for byte and the fields
+-- after the top-level "status" are matched as text, the JSON strings of
+-- agent and order kept as they are. Inside a JSON string every quote is
+-- escaped, so the last ,"status": is the top-level one, and the agent's
+-- string cannot contain ,"last_step":.
+local B = KEYS[1]
+local now = ARGV[1]
+if now == '' then
+  local t = redis.call('TIME')
+  now = t[1] * 1000 + math.floor(t[2] / 1000)
+else
+  now = tonumber(now)
 end
+local RH, id, agent, ttl, rkey, ckey = '<i8i8i8i8i4', ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local RK, CK, REV = B .. ':r:' .. rkey, B .. ':r:' .. ckey, B .. ':rev'
 
--- runhead returns the stored run JSON up to its top-level "status": the
--- name and tags, kept byte for byte. Inside a JSON string every quote is
--- escaped, so the last ,"status": is the top-level one.
-local function runhead(s)
-  local at, i = nil, 1
-  while true do
-    local j = string.find(s, ',"status":', i, true)
-    if not j then break end
-    at, i = j, j + 1
+-- The run, its claim, and the counters of revisions and removed events.
+local m = redis.call('MGET', RK, CK, REV, B .. ':off')
+local r, c = m[1], m[2]
+if not r then return {1, now, 0} end
+local _, rc, _, rx, rwl = struct.unpack(RH, r)
+if rx ~= 0 and rx <= now then return {1, now, 0} end
+local rv = string.sub(r, 37 + rwl)
+local at, i = nil, 1
+while true do
+  local j = string.find(rv, ',"status":', i, true)
+  if not j then break end
+  at, i = j, j + 1
+end
+local st, ag, ls, att, fence, ca, ord
+if at then
+  st, ag, ls, att, fence, ca, ord = string.match(rv, '^,"status":"(%l+)"(.-),"last_step":(%-?%d+),"attempt":(%-?%d+),' ..
+    '"fence":(%-?%d+),"created_at":(%-?%d+),"updated_at":%-?%d+,"order":("[^"]*")}$', at)
+end
+if not st then error({err = 'redisstate: stored run is not in the layout package state writes'}) end
+if st == 'done' or st == 'failed' then return {2, now, 0, r, false} end
+
+local held, cc = false, 0
+if c then
+  local _, c2, _, x2, cwl = struct.unpack(RH, c)
+  if x2 == 0 or x2 > now then
+    if string.sub(c, 37, 36 + cwl) ~= agent then return {3, now, 0, r, c} end
+    held, cc = true, c2
   end
-  if not at then error({err = 'redisstate: stored run is not in the layout package state writes'}) end
-  return string.sub(s, 1, at - 1)
 end
 
--- runjson encodes a run as Go's json.Marshal(layout.RunValue) does.
-local function runjson(head, v)
-  local s = head .. ',"status":' .. jstr(v.status)
-  if type(v.agent_id) == 'string' and v.agent_id ~= '' then s = s .. ',"agent_id":' .. jstr(v.agent_id) end
-  return s .. ',"last_step":' .. I(v.last_step) .. ',"attempt":' .. I(v.attempt) .. ',"fence":' .. I(v.fence) ..
-    ',"created_at":' .. I(v.created_at) .. ',"updated_at":' .. I(v.updated_at) .. ',"order":' .. jstr(v.order) .. '}'
+-- The claim record keeps its create revision while it is live.
+local rev = (tonumber(m[3]) or 0) + 1
+local x = now + ttl
+if not held then cc = rev end
+local cr = struct.pack(RH, rev, cc, now, x, #agent) .. agent .. string.format('%d', ttl)
+local sets = {CK, cr, REV, string.format('%d', rev)}
+redis.call('ZADD', B .. ':exp', string.format('%d', x), ckey)
+
+-- A heartbeat writes the claim alone; a fresh claim or a takeover from an
+-- expired holder writes the run too, and moves it between status indexes.
+local op, re, value, prev, rr = 'workflow.heartbeat', 0, nil, '', r
+if held then
+  value = '{"status":"' .. st .. '"' .. ag .. ',"attempt":' .. att .. ',"fence":' .. fence .. ',"last_step":' .. ls .. '}'
+else
+  prev = '{"status":"' .. st .. '"' .. ag .. ',"attempt":' .. att .. ',"fence":' .. fence .. ',"last_step":' .. ls .. '}'
+  op = 'workflow.claim'
+  if ag ~= '' then op, re = 'workflow.reclaim', 1 end
+  local nst, nag = st, ',"agent_id":' .. jstr(agent)
+  if st == 'created' then nst = 'claimed' end
+  att, fence = string.format('%d', att + 1), string.format('%d', fence + 1)
+  value = '{"status":"' .. nst .. '"' .. nag .. ',"attempt":' .. att .. ',"fence":' .. fence .. ',"last_step":' .. ls .. '}'
+  rr = struct.pack(RH, rev, rc, now, 0, 0) .. string.sub(rv, 1, at - 1) .. ',"status":"' .. nst .. '"' .. nag ..
+    ',"last_step":' .. ls .. ',"attempt":' .. att .. ',"fence":' .. fence .. ',"created_at":' .. ca ..
+    ',"updated_at":' .. string.format('%d', now) .. ',"order":' .. ord .. '}'
+  sets[5], sets[6] = RK, rr
+  if rx ~= 0 then redis.call('ZREM', B .. ':exp', rkey) end
+  local adds = {}
+  if not c then adds = {'0', ckey} end
+  if nst ~= st then
+    local o = string.sub(ord, 2, -2)
+    if string.find(o, '\\', 1, true) then o = cjson.decode(ord) end
+    local ok, nk = ARGV[7] .. st .. '/' .. o, ARGV[7] .. nst .. '/' .. o
+    local gone = redis.call('GETDEL', B .. ':r:' .. ok)
+    if gone then
+      redis.call('ZREM', B .. ':idx', ok)
+      if struct.unpack('<i8', gone, 25) ~= 0 then redis.call('ZREM', B .. ':exp', ok) end
+    end
+    -- The new index entry is absent unless the index is inconsistent: ZADD
+    -- says so, and only then is it read.
+    local ic = rev
+    if redis.call('ZADD', B .. ':idx', '0', nk, unpack(adds)) < 1 + #adds / 2 then
+      local e = redis.call('GET', B .. ':r:' .. nk)
+      if e then
+        local _, ec, _, ex = struct.unpack(RH, e)
+        if ex == 0 or ex > now then ic = ec end
+        if ex ~= 0 then redis.call('ZREM', B .. ':exp', nk) end
+      end
+    end
+    sets[7], sets[8] = B .. ':r:' .. nk, struct.pack(RH, rev, ic, now, 0, 0)
+  elseif not c then
+    redis.call('ZADD', B .. ':idx', '0', ckey)
+  end
 end
-
-local now = clock(ARGV[1])
-local id, agent, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4])
-local rkey, ckey, sidx = ARGV[5], ARGV[6], ARGV[7]
-local NONE = {false, false, false, false, false, false}
-
-local r = rec(rkey)
-if not r or not live(r[6], now) then return {1, now, 0} end
-local v = cjson.decode(r[1])
-local st = v.status
-if st == 'done' or st == 'failed' then return append(append({2, now, 0}, r), NONE) end
-local c = rec(ckey)
-local held = c and live(c[6], now)
-if held and c[2] ~= agent then return append(append({3, now, 0}, r), c) end
-
-local rev = redis.call('INCR', REV)
-if held then -- the holder again: a heartbeat
-  local cr = put(ckey, I(ttl), agent, ttl, now, rev, now, meta(c))
-  ev(id, 'workflow.heartbeat', runev(v), '', agent, now, rev)
-  return append(append({5, now, 0}, r), cr)
-end
-
--- A fresh claim, or a takeover from a holder whose claim expired.
-local prev = runev(v)
-local reclaim = type(v.agent_id) == 'string' and v.agent_id ~= ''
-local head = runhead(r[1])
-if st == 'created' then v.status = 'claimed' end
-v.agent_id = agent
-v.attempt = v.attempt + 1
-v.fence = v.fence + 1
-v.updated_at = now
-local rr = put(rkey, runjson(head, v), '', 0, now, rev, now, meta(r))
-if v.status ~= st then
-  del(sidx .. st .. '/' .. v.order)
-  put(sidx .. v.status .. '/' .. v.order, '', '', 0, now, rev, now)
-end
-local cr = put(ckey, I(ttl), agent, ttl, now, rev, now, meta(c))
-local op, re = 'workflow.claim', 0
-if reclaim then op, re = 'workflow.reclaim', 1 end
-ev(id, op, runev(v), prev, agent, now, rev)
-return append(append({4, now, re}, rr), cr)
+redis.call('MSET', unpack(sets))
+local n = redis.call('RPUSH', B .. ':ev',
+  struct.pack('<i8i8i4i4i4i4i4', rev, now, #id, #op, #agent, #value, #prev) .. id .. op .. agent .. value .. prev)
+redis.call('RPUSH', B .. ':h:' .. id, string.format('%d', n + (tonumber(m[4]) or 0)))
+if held then return {5, now, 0, r, cr} end
+return {4, now, re, rr, cr}

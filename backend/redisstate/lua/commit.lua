@@ -9,63 +9,59 @@
 local now = clock(ARGV[1])
 local nc, no, ne = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
--- seen holds the {r, c, x} of the records read before any write, so that
--- a key is read once however many conditions, events and ops name it.
+-- seen holds the records read or written so far, packed (false: absent),
+-- so that a key is read once however many conditions, events and ops name it.
 local seen = {}
 local function read(k)
-  local m = seen[k]
-  if not m then
-    m = redis.call('HMGET', rk(k), 'r', 'c', 'x')
-    seen[k] = m
+  local s = seen[k]
+  if s == nil then
+    s = rec(k)
+    seen[k] = s
   end
-  return m
+  return s
 end
 
 local a = 5
 for i = 0, nc - 1 do
-  local m = read(ARGV[a])
-  local cur = 0
-  if m[1] and live(m[3], now) then cur = tonumber(m[1]) end
+  local cur = lrev(read(ARGV[a]), now)
   if cur ~= tonumber(ARGV[a + 1]) then return {0, 0, i, cur, now} end
   a = a + 2
 end
 if no == 0 and ne == 0 then return {1, 0, -1, 0, now} end
-local rev = redis.call('INCR', REV)
+local rev = redis.call('INCR', B .. ':rev')
 local oa = a
 a = a + 6 * no
--- Previous values are read before any op is applied.
-local evs = {}
+-- Events are packed first: their previous values are read before any op
+-- is applied.
+local evs, eks = {}, {}
 for i = 1, ne do
-  local p, pk = ARGV[a + 3], ARGV[a + 4]
+  local k, p, pk = ARGV[a], ARGV[a + 3], ARGV[a + 4]
   if pk ~= '' then
-    local m = seen[pk]
-    if not m then
-      local f = redis.call('HMGET', rk(pk), 'r', 'c', 'x', 'v')
-      m = {f[1], f[2], f[3]}
-      seen[pk] = m
-      if m[1] and live(m[3], now) then p = f[4] end
-    elseif m[1] and live(m[3], now) then
-      p = redis.call('HGET', rk(pk), 'v')
-    end
+    local s = read(pk)
+    if lrev(s, now) ~= 0 then p = string.sub(s, RHL + 1 + struct.unpack('<i4', s, 33)) end
   end
   local t = now
   if ARGV[a + 6] ~= '' then t = tonumber(ARGV[a + 6]) end
-  evs[i] = {ARGV[a], ARGV[a + 1], ARGV[a + 2], p, ARGV[a + 5], t}
+  evs[i], eks[i] = evpack(k, ARGV[a + 1], ARGV[a + 2], p, ARGV[a + 5], t, rev), k
   a = a + 7
 end
 a = oa
-for i = 1, no do
+for _ = 1, no do
   local k = ARGV[a + 1]
   if ARGV[a] == 'p' then
-    put(k, ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), rev, now, seen[k])
+    seen[k] = put(k, ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), rev, now, read(k))
   else
     del(k)
+    seen[k] = false
   end
-  seen[k] = nil -- written: read it again if an op names it again
   a = a + 6
 end
-for i = 1, ne do
-  local e = evs[i]
-  ev(e[1], e[2], e[3], e[4], e[5], e[6], rev)
+if ne > 0 then
+  -- The log is appended to in batches (unpack has a stack limit); the ids
+  -- follow from its length.
+  local n
+  for i = 1, ne, 1000 do n = redis.call('RPUSH', B .. ':ev', unpack(evs, i, math.min(i + 999, ne))) end
+  local id = n - ne + (tonumber(redis.call('GET', B .. ':off')) or 0)
+  for i = 1, ne do redis.call('RPUSH', B .. ':h:' .. eks[i], I(id + i)) end
 end
 return {1, rev, -1, 0, now}

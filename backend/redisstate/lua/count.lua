@@ -10,12 +10,12 @@
 -- <base>:exp: the cost is the number of expired but unswept records, never
 -- the size of the namespace.
 local now = clock(ARGV[1])
-local out, ps = {redis.call('XLEN', HIST)}, {}
+local out, ps = {redis.call('LLEN', B .. ':ev')}, {}
 for i = 2, #ARGV, 3 do
   ps[#ps + 1] = ARGV[i]
-  out[#out + 1] = redis.call('ZLEXCOUNT', IDX, ARGV[i + 1], ARGV[i + 2])
+  out[#out + 1] = redis.call('ZLEXCOUNT', B .. ':idx', ARGV[i + 1], ARGV[i + 2])
 end
-local dead = redis.call('ZRANGEBYSCORE', EXP, '-inf', I(now))
+local dead = redis.call('ZRANGEBYSCORE', B .. ':exp', '-inf', I(now))
 for _, k in ipairs(dead) do
   for j, p in ipairs(ps) do
     if string.sub(k, 1, #p) == p then out[j + 1] = out[j + 1] - 1 end

@@ -1,20 +1,22 @@
--- ev.lua: appending and dropping history events.
+-- ev.lua: the history log.
+--
+-- A packed event is struct.pack(EH, revision, time ms, #key, #op, #writer,
+-- #value, #prev), EHL bytes, followed by key, op, writer, value and prev.
+local EH, EHL = '<i8i8i4i4i4i4i4', 36
 
--- ev appends an event. Its packed form is a header of decimal numbers
--- "rev,time,len(key),len(op),len(writer),len(value),len(prev);" followed by
--- key, op, writer, value and prev: binary-safe and cheap to parse.
+-- evpack packs an event.
+local function evpack(k, op, v, p, w, t, rev)
+  return struct.pack(EH, rev, t, #k, #op, #w, #v, #p) .. k .. op .. w .. v .. p
+end
+
+-- ev appends one event of key k.
 local function ev(k, op, v, p, w, t, rev)
-  local id = I(redis.call('INCR', EID))
-  redis.call('XADD', HIST, id .. '-0', 'e',
-    string.format('%d,%d,%d,%d,%d,%d,%d;', rev, t, #k, #op, #w, #v, #p) .. k .. op .. w .. v .. p)
-  redis.call('ZADD', hk(k), id, id)
+  local n = redis.call('RPUSH', B .. ':ev', evpack(k, op, v, p, w, t, rev))
+  redis.call('RPUSH', B .. ':h:' .. k, I((tonumber(redis.call('GET', B .. ':off')) or 0) + n))
 end
 
--- unev parses the key and time of a packed event.
+-- unev returns the key and time of a packed event.
 local function unev(s)
-  local _, t, kl, h = string.match(s, '^(%d+),(-?%d+),(%d+),%d+,%d+,%d+,%d+;()')
-  return string.sub(s, h, h + tonumber(kl) - 1), tonumber(t)
+  local _, t, kl = struct.unpack(EH, s)
+  return string.sub(s, EHL + 1, EHL + kl), t
 end
-
--- evid returns the event id of a stream entry id "<id>-0".
-local function evid(sid) return string.sub(sid, 1, -3) end

@@ -2,52 +2,71 @@
 -- (backend.Leaser), following exactly the rules of the portable code in
 -- package state (lease.go) and writing the same record and events. The
 -- lease record's writer is the holder and its create revision the fence.
+-- It is prepended only with json.lua and spells out the record and event
+-- formats of rec.lua and ev.lua: it is a hot path, and helpers cost even
+-- unused. Reads share one MGET: every redis.call has a fixed cost.
 --
+-- KEYS[1] is the namespace's base (see base.lua for the layout).
 -- ARGV: now ('' for Redis's clock), action (1 acquire, 2 renew, 3
 -- release), resource, holder, TTL ms, lease record key.
--- Reply: {ok 0|1, now, takeover 0|1, lease fields v w r c t x}: the lease
--- after the action when ok (before it, for a release), otherwise the live
--- lease that prevented it, if any.
-
--- lev encodes a lease for history (layout.LeaseEventOf).
-local function lev(holder, fence, x)
-  return '{"holder":' .. jstr(holder) .. ',"fence":' .. I(fence) .. ',"expires_at":' .. I(x) .. '}'
+-- Reply: {ok 0|1, now, takeover 0|1, lease record packed (false: none)}:
+-- the lease after the action when ok (before it, for a release), otherwise
+-- the live lease that prevented it, if any.
+local B = KEYS[1]
+local now = ARGV[1]
+if now == '' then
+  local t = redis.call('TIME')
+  now = t[1] * 1000 + math.floor(t[2] / 1000)
+else
+  now = tonumber(now)
 end
+local act, res, holder, ttl, key = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local rk, REV = B .. ':r:' .. key, B .. ':rev'
 
-local now = clock(ARGV[1])
-local act, res, holder, ttl, key = tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local NONE = {false, false, false, false, false, false}
+-- The lease, and the counters of revisions and removed events.
+local m = redis.call('MGET', rk, REV, B .. ':off')
+local r = m[1]
+local isLive, w, fence, x = false, nil, 0, 0
+if r then
+  local _, c, _, x0, wl = struct.unpack('<i8i8i8i8i4', r)
+  isLive, w, fence, x = x0 == 0 or x0 > now, string.sub(r, 37, 36 + wl), c, x0
+end
+local mine = isLive and w == holder
+-- Release and renew need the caller's live lease; acquire needs a free one.
+if not mine and (act ~= '1' or isLive) then return {0, now, 0, isLive and r} end
 
-local r = rec(key)
-local isLive = r and live(r[6], now)
-local mine = isLive and r[2] == holder
-if not mine then
-  -- Release and renew need the caller's live lease; acquire needs a free one.
-  if act ~= 1 or isLive then
-    if isLive then return append({0, now, 0}, r) end
-    return append({0, now, 0}, NONE)
+local rev = (tonumber(m[2]) or 0) + 1
+local prev, op, takeover, value = '', 'lease.release', 0, ''
+if isLive or (r and w ~= holder) then -- the lease as it was, live or taken over
+  prev = '{"holder":' .. jstr(w) .. ',"fence":' .. string.format('%d', fence) .. ',"expires_at":' ..
+    string.format('%d', x) .. '}'
+end
+local lr = r
+if act == '3' then
+  redis.call('DEL', rk)
+  redis.call('SET', REV, string.format('%d', rev))
+  redis.call('ZREM', B .. ':idx', key)
+  if x ~= 0 then redis.call('ZREM', B .. ':exp', key) end
+else
+  -- A new tenure's fence is this write's revision; like package state, its
+  -- event leaves the fence 0 for history to fill in.
+  op = 'lease.acquire'
+  if mine then
+    if act == '2' then op = 'lease.renew' end
+  else
+    if r and w ~= holder then op, takeover = 'lease.takeover', 1 end
+    fence = 0
   end
+  local nx = now + ttl
+  lr = struct.pack('<i8i8i8i8i4', rev, mine and fence or rev, now, nx, #holder) .. holder ..
+    '{"ttl_ms":' .. string.format('%d', ttl) .. '}'
+  redis.call('MSET', rk, lr, REV, string.format('%d', rev))
+  if not r then redis.call('ZADD', B .. ':idx', '0', key) end
+  redis.call('ZADD', B .. ':exp', string.format('%d', nx), key)
+  value = '{"holder":' .. jstr(holder) .. ',"fence":' .. string.format('%d', fence) .. ',"expires_at":' ..
+    string.format('%d', nx) .. '}'
 end
-
-local rev = redis.call('INCR', REV)
-local prev = ''
-if isLive then prev = lev(r[2], tonumber(r[4]), tonumber(r[6])) end
-if act == 3 then
-  del(key)
-  ev(res, 'lease.release', '', prev, holder, now, rev)
-  return append({1, now, 0}, r)
-end
-
-local op, fence, takeover = 'lease.acquire', 0, 0
-if mine then
-  fence = tonumber(r[4])
-  if act == 2 then op = 'lease.renew' end
-elseif r and r[2] ~= holder then -- free after another holder's lease expired
-  op, takeover = 'lease.takeover', 1
-  prev = lev(r[2], tonumber(r[4]), tonumber(r[6]))
-end
--- A new tenure's fence is this write's revision; like package state, its
--- event leaves the fence 0 for history to fill in.
-local lr = put(key, '{"ttl_ms":' .. I(ttl) .. '}', holder, ttl, now, rev, now, meta(r))
-ev(res, op, lev(holder, fence, now + ttl), prev, holder, now, rev)
-return append({1, now, takeover}, lr)
+local n = redis.call('RPUSH', B .. ':ev',
+  struct.pack('<i8i8i4i4i4i4i4', rev, now, #res, #op, #holder, #value, #prev) .. res .. op .. holder .. value .. prev)
+redis.call('RPUSH', B .. ':h:' .. res, string.format('%d', n + (tonumber(m[3]) or 0)))
+return {1, now, takeover, lr}

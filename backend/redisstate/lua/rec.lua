@@ -1,42 +1,52 @@
--- rec.lua: reading and writing records (included by the scripts that write).
+-- rec.lua: reading and writing records.
+--
+-- A record is one STRING, read with GET and written with SET. Its header,
+-- struct.pack(RH, revision, create revision, updated ms, expiry ms, #writer),
+-- is RHL bytes; the writer and the value follow. Scripts return records
+-- packed, and Go decodes them (scripts.go).
+local RH, RHL = '<i8i8i8i8i4', 36
 
--- rec returns the fields {v, w, r, c, t, x} of a record, or nil if absent.
-local function rec(k)
-  local f = redis.call('HMGET', rk(k), 'v', 'w', 'r', 'c', 't', 'x')
-  if f[3] then return f end
-  return nil
-end
+-- rec returns the packed record at key k, or false when it is absent.
+local function rec(k) return redis.call('GET', B .. ':r:' .. k) end
 
--- meta returns the revision, create revision and expiry {r, c, x} of a
--- record's fields {v, w, r, c, t, x}, or of an absent record.
-local function meta(f)
-  if f then return {f[3], f[4], f[6]} end
-  return {false, false, false}
+-- lrev returns the revision of packed record s if it is live at now, else 0.
+local function lrev(s, now)
+  if not s then return 0 end
+  local r, _, _, x = struct.unpack(RH, s)
+  if x ~= 0 and x <= now then return 0 end
+  return r
 end
 
 -- put writes a record at revision rev, keeping its create revision while it
--- is live, and returns its new fields. old is the record's {r, c, x} when
--- the caller has read it, or nil to read it here.
+-- is live, and returns it packed. old is the record as read before (false:
+-- absent), or nil to read it here.
 local function put(k, v, w, ttl, t, rev, now, old)
-  local key = rk(k)
-  old = old or redis.call('HMGET', key, 'r', 'c', 'x')
-  local c, x = rev, 0
-  if old[1] and live(old[3], now) then c = tonumber(old[2]) end
-  if ttl > 0 then x = now + ttl end
-  redis.call('HSET', key, 'v', v, 'w', w, 'r', I(rev), 'c', I(c), 't', I(t), 'x', I(x))
-  if not old[1] then redis.call('ZADD', IDX, 0, k) end
-  if x > 0 then
-    redis.call('ZADD', EXP, I(x), k)
-  elseif old[1] and tonumber(old[3]) ~= 0 then
-    redis.call('ZREM', EXP, k)
+  local key = B .. ':r:' .. k
+  if old == nil then old = redis.call('GET', key) end
+  local c, x, ox = rev, 0, 0
+  if old then
+    local _, oc, _, x0 = struct.unpack(RH, old)
+    ox = x0
+    if x0 == 0 or x0 > now then c = oc end
   end
-  return {v, w, rev, c, t, x}
+  if ttl > 0 then x = now + ttl end
+  local s = struct.pack(RH, rev, c, t, x, #w) .. w .. v
+  redis.call('SET', key, s)
+  if not old then redis.call('ZADD', B .. ':idx', '0', k) end
+  if x > 0 then
+    redis.call('ZADD', B .. ':exp', I(x), k)
+  elseif ox ~= 0 then
+    redis.call('ZREM', B .. ':exp', k)
+  end
+  return s
 end
 
--- del removes a record.
+-- del removes a record and returns it packed, or false if it was absent.
 local function del(k)
-  if redis.call('DEL', rk(k)) == 1 then
-    redis.call('ZREM', IDX, k)
-    redis.call('ZREM', EXP, k)
+  local old = redis.call('GETDEL', B .. ':r:' .. k)
+  if old then
+    redis.call('ZREM', B .. ':idx', k)
+    if struct.unpack('<i8', old, 25) ~= 0 then redis.call('ZREM', B .. ':exp', k) end
   end
+  return old
 end

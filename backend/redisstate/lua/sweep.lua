@@ -8,27 +8,29 @@
 local now = clock(ARGV[1])
 local grace, rlimit, elimit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local maxAge, maxEvents = tonumber(ARGV[5]), tonumber(ARGV[6])
+local IDX, EXP, EV = B .. ':idx', B .. ':exp', B .. ':ev'
 local more = 0
-local dead = redis.call('ZRANGEBYSCORE', EXP, '-inf', I(now - grace), 'LIMIT', 0, rlimit + 1)
+local dead = redis.call('ZRANGEBYSCORE', EXP, '-inf', I(now - grace), 'LIMIT', '0', I(rlimit + 1))
 local records = math.min(#dead, rlimit)
 for i = 1, records do
-  redis.call('DEL', rk(dead[i]))
+  redis.call('DEL', B .. ':r:' .. dead[i])
   redis.call('ZREM', IDX, dead[i])
   redis.call('ZREM', EXP, dead[i])
 end
 if #dead > rlimit then more = 1 end
 
--- Events go oldest first while there are too many or they are too old.
-local n = redis.call('XLEN', HIST)
-local removed, last = 0, nil
-local from, count = '-', 1 -- one event first: usually there is nothing to do
+-- Events go oldest first while there are too many or they are too old. The
+-- oldest event of a key is the head of its list of ids.
+local n = redis.call('LLEN', EV)
+local off = tonumber(redis.call('GET', B .. ':off')) or 0
+local removed, from, count = 0, 0, 1 -- one event first: usually there is nothing to do
 while removed < n do
-  local es = redis.call('XRANGE', HIST, from, '+', 'COUNT', count)
+  local es = redis.call('LRANGE', EV, I(from), I(from + count - 1))
   count = 100
   if #es == 0 then break end
   local stop = false
   for _, e in ipairs(es) do
-    local k, t = unev(e[2][2])
+    local k, t = unev(e)
     local drop = (maxEvents > 0 and n - removed > maxEvents) or (maxAge > 0 and t < now - maxAge)
     if not drop then
       stop = true
@@ -38,12 +40,14 @@ while removed < n do
       more, stop = 1, true
       break
     end
-    local id = evid(e[1])
-    redis.call('ZREM', hk(k), id)
-    removed, last = removed + 1, id
+    redis.call('LREM', B .. ':h:' .. k, '1', I(off + removed + 1))
+    removed = removed + 1
   end
   if stop then break end
-  from = '(' .. es[#es][1]
+  from = from + #es
 end
-if last then redis.call('XTRIM', HIST, 'MINID', I(tonumber(last) + 1) .. '-0') end
+if removed > 0 then
+  redis.call('LTRIM', EV, I(removed), '-1')
+  redis.call('INCRBY', B .. ':off', I(removed))
+end
 return {records, removed, more}
