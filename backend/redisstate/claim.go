@@ -2,6 +2,7 @@ package redisstate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/statesidecar/state/backend"
@@ -18,8 +19,12 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 	if err := d.touch(ctx, q.NS); err != nil {
 		return backend.ClaimResult{}, err
 	}
+	agent, err := json.Marshal(q.AgentID)
+	if err != nil {
+		return backend.ClaimResult{}, fmt.Errorf("redisstate: claim: %w", err)
+	}
 	v, err := claimScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), q.RunID, q.AgentID,
-		ttlMs(q.TTL), layout.Run(q.RunID), layout.Claim(q.RunID), layout.IndexStatus).Result()
+		ttlMs(q.TTL), layout.Run(q.RunID), layout.Claim(q.RunID), layout.IndexStatus, agent).Result()
 	if err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}

@@ -2,6 +2,7 @@ package redisstate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/statesidecar/state/backend"
@@ -21,9 +22,13 @@ func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.Leas
 	if err := d.touch(ctx, q.NS); err != nil {
 		return backend.LeaseResult{}, err
 	}
+	holder, err := json.Marshal(q.Holder)
+	if err != nil {
+		return backend.LeaseResult{}, fmt.Errorf("redisstate: lease: %w", err)
+	}
 	key := layout.Lease(q.Resource)
 	v, err := leaseScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), int(q.Action), q.Resource,
-		q.Holder, ttlMs(q.TTL), key).Result()
+		q.Holder, ttlMs(q.TTL), key, holder).Result()
 	if err != nil {
 		return backend.LeaseResult{}, d.fail(ctx, "lease", err)
 	}

@@ -15,7 +15,8 @@ import (
 // and start with base.lua (the key layout and common helpers) and the other
 // pieces they use. Lua defines every helper anew on each call, and that
 // costs even when unused, so the hot ones (get, set, claim, lease) stand
-// alone, with json.lua at most, and spell the formats out.
+// alone, with json.lua at most, and spell the formats out; Go encodes the
+// JSON strings it can (agents, holders) with encoding/json.
 var (
 	//go:embed lua/base.lua
 	baseLua string
@@ -57,7 +58,7 @@ var (
 	historyScript = redis.NewScript(baseLua + historyLua)
 	resetScript   = redis.NewScript(baseLua + evLua + resetLua)
 	sweepScript   = redis.NewScript(baseLua + evLua + sweepLua)
-	claimScript   = redis.NewScript(jsonLua + claimLua)
+	claimScript   = redis.NewScript(claimLua)
 	leaseScript   = redis.NewScript(jsonLua + leaseLua)
 
 	allScripts = []*redis.Script{getScript, setScript, commitScript, getManyScript, listScript, countScript,

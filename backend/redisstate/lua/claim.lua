@@ -1,13 +1,13 @@
 -- claim.lua claims a workflow run in one step (backend.Claimer), following
 -- exactly the rules of the portable code in package state (claim.go) and
--- writing the same records and events. It is prepended only with json.lua
--- and spells out the record and event formats of rec.lua and ev.lua: it is
--- a hot path, and helpers cost even unused. Reads share one MGET and
--- writes one MSET: every redis.call has a fixed cost.
+-- writing the same records and events. It stands alone and spells out the
+-- record and event formats of rec.lua and ev.lua: it is a hot path, and
+-- helpers cost even unused. Reads share one MGET and writes one MSET.
 --
 -- KEYS[1] is the namespace's base (see base.lua for the layout).
 -- ARGV: now ('' for Redis's clock), run id, agent, claim TTL ms, run record
--- key, claim record key, status index prefix.
+-- key, claim record key, status index prefix, agent as Go's encoding/json
+-- writes it.
 -- Reply: {outcome, now, reclaimed 0|1[, run record, claim record]}, records
 -- packed (false: absent), where outcome is 1 not found, 2 finished, 3 held
 -- by another agent, 4 acquired, 5 renewed (backend.ClaimOutcome).
@@ -35,16 +35,15 @@ local r, c = m[1], m[2]
 if not r then return {1, now, 0} end
 local _, rc, _, rx, rwl = struct.unpack(RH, r)
 if rx ~= 0 and rx <= now then return {1, now, 0} end
-local rv = string.sub(r, 37 + rwl)
-local at, i = nil, 1
+local v0, at, i = 37 + rwl, nil, 37 + rwl -- the value starts at v0
 while true do
-  local j = string.find(rv, ',"status":', i, true)
+  local j = string.find(r, ',"status":', i, true)
   if not j then break end
   at, i = j, j + 1
 end
 local st, ag, ls, att, fence, ca, ord
 if at then
-  st, ag, ls, att, fence, ca, ord = string.match(rv, '^,"status":"(%l+)"(.-),"last_step":(%-?%d+),"attempt":(%-?%d+),' ..
+  st, ag, ls, att, fence, ca, ord = string.match(r, '^,"status":"(%l+)"(.-),"last_step":(%-?%d+),"attempt":(%-?%d+),' ..
     '"fence":(%-?%d+),"created_at":(%-?%d+),"updated_at":%-?%d+,"order":("[^"]*")}$', at)
 end
 if not st then error({err = 'redisstate: stored run is not in the layout package state writes'}) end
@@ -63,7 +62,7 @@ end
 local rev = (tonumber(m[3]) or 0) + 1
 local x = now + ttl
 if not held then cc = rev end
-local cr = struct.pack(RH, rev, cc, now, x, #agent) .. agent .. string.format('%d', ttl)
+local cr = struct.pack(RH, rev, cc, now, x, #agent) .. agent .. ARGV[4]
 local sets = {CK, cr, REV, string.format('%d', rev)}
 redis.call('ZADD', B .. ':exp', string.format('%d', x), ckey)
 
@@ -76,11 +75,11 @@ else
   prev = '{"status":"' .. st .. '"' .. ag .. ',"attempt":' .. att .. ',"fence":' .. fence .. ',"last_step":' .. ls .. '}'
   op = 'workflow.claim'
   if ag ~= '' then op, re = 'workflow.reclaim', 1 end
-  local nst, nag = st, ',"agent_id":' .. jstr(agent)
+  local nst, nag = st, ',"agent_id":' .. ARGV[8]
   if st == 'created' then nst = 'claimed' end
   att, fence = string.format('%d', att + 1), string.format('%d', fence + 1)
   value = '{"status":"' .. nst .. '"' .. nag .. ',"attempt":' .. att .. ',"fence":' .. fence .. ',"last_step":' .. ls .. '}'
-  rr = struct.pack(RH, rev, rc, now, 0, 0) .. string.sub(rv, 1, at - 1) .. ',"status":"' .. nst .. '"' .. nag ..
+  rr = struct.pack(RH, rev, rc, now, 0, 0) .. string.sub(r, v0, at - 1) .. ',"status":"' .. nst .. '"' .. nag ..
     ',"last_step":' .. ls .. ',"attempt":' .. att .. ',"fence":' .. fence .. ',"created_at":' .. ca ..
     ',"updated_at":' .. string.format('%d', now) .. ',"order":' .. ord .. '}'
   sets[5], sets[6] = RK, rr

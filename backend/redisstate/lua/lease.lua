@@ -2,13 +2,14 @@
 -- (backend.Leaser), following exactly the rules of the portable code in
 -- package state (lease.go) and writing the same record and events. The
 -- lease record's writer is the holder and its create revision the fence.
--- It is prepended only with json.lua and spells out the record and event
--- formats of rec.lua and ev.lua: it is a hot path, and helpers cost even
--- unused. Reads share one MGET: every redis.call has a fixed cost.
+-- It is prepended only with json.lua (for a former holder's name) and spells
+-- out the record and event formats of rec.lua and ev.lua: it is a hot path,
+-- and helpers cost even unused. Reads share one MGET.
 --
 -- KEYS[1] is the namespace's base (see base.lua for the layout).
 -- ARGV: now ('' for Redis's clock), action (1 acquire, 2 renew, 3
--- release), resource, holder, TTL ms, lease record key.
+-- release), resource, holder, TTL ms, lease record key, holder as Go's
+-- encoding/json writes it.
 -- Reply: {ok 0|1, now, takeover 0|1, lease record packed (false: none)}:
 -- the lease after the action when ok (before it, for a release), otherwise
 -- the live lease that prevented it, if any.
@@ -38,7 +39,9 @@ if not mine and (act ~= '1' or isLive) then return {0, now, 0, isLive and r} end
 local rev = (tonumber(m[2]) or 0) + 1
 local prev, op, takeover, value = '', 'lease.release', 0, ''
 if isLive or (r and w ~= holder) then -- the lease as it was, live or taken over
-  prev = '{"holder":' .. jstr(w) .. ',"fence":' .. string.format('%d', fence) .. ',"expires_at":' ..
+  local hj = ARGV[7]
+  if w ~= holder then hj = jstr(w) end
+  prev = '{"holder":' .. hj .. ',"fence":' .. string.format('%d', fence) .. ',"expires_at":' ..
     string.format('%d', x) .. '}'
 end
 local lr = r
@@ -59,11 +62,11 @@ else
   end
   local nx = now + ttl
   lr = struct.pack('<i8i8i8i8i4', rev, mine and fence or rev, now, nx, #holder) .. holder ..
-    '{"ttl_ms":' .. string.format('%d', ttl) .. '}'
+    '{"ttl_ms":' .. ARGV[5] .. '}'
   redis.call('MSET', rk, lr, REV, string.format('%d', rev))
   if not r then redis.call('ZADD', B .. ':idx', '0', key) end
   redis.call('ZADD', B .. ':exp', string.format('%d', nx), key)
-  value = '{"holder":' .. jstr(holder) .. ',"fence":' .. string.format('%d', fence) .. ',"expires_at":' ..
+  value = '{"holder":' .. ARGV[7] .. ',"fence":' .. string.format('%d', fence) .. ',"expires_at":' ..
     string.format('%d', nx) .. '}'
 end
 local n = redis.call('RPUSH', B .. ':ev',
