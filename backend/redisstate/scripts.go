@@ -15,8 +15,8 @@ import (
 // and start with base.lua (the key layout and common helpers) and the other
 // pieces they use. Lua defines every helper anew on each call, and that
 // costs even when unused, so the hot ones (get, set, claim, lease) stand
-// alone, with json.lua at most, and spell the formats out; Go encodes the
-// JSON strings it can (agents, holders) with encoding/json.
+// alone and spell the formats out; Go encodes the JSON strings it can
+// (agents, holders) with encoding/json.
 var (
 	//go:embed lua/base.lua
 	baseLua string
@@ -24,8 +24,6 @@ var (
 	recLua string
 	//go:embed lua/ev.lua
 	evLua string
-	//go:embed lua/json.lua
-	jsonLua string
 	//go:embed lua/get.lua
 	getLua string
 	//go:embed lua/set.lua
@@ -59,7 +57,7 @@ var (
 	resetScript   = redis.NewScript(baseLua + evLua + resetLua)
 	sweepScript   = redis.NewScript(baseLua + evLua + sweepLua)
 	claimScript   = redis.NewScript(claimLua)
-	leaseScript   = redis.NewScript(jsonLua + leaseLua)
+	leaseScript   = redis.NewScript(leaseLua)
 
 	allScripts = []*redis.Script{getScript, setScript, commitScript, getManyScript, listScript, countScript,
 		historyScript, resetScript, sweepScript, claimScript, leaseScript}

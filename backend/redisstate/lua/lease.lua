@@ -2,9 +2,9 @@
 -- (backend.Leaser), following exactly the rules of the portable code in
 -- package state (lease.go) and writing the same record and events. The
 -- lease record's writer is the holder and its create revision the fence.
--- It is prepended only with json.lua (for a former holder's name) and spells
--- out the record and event formats of rec.lua and ev.lua: it is a hot path,
--- and helpers cost even unused. Reads share one MGET.
+-- It stands alone and spells out the record and event formats of rec.lua
+-- and ev.lua: it is a hot path, and helpers cost even unused. Reads share
+-- one MGET.
 --
 -- KEYS[1] is the namespace's base (see base.lua for the layout).
 -- ARGV: now ('' for Redis's clock), action (1 acquire, 2 renew, 3
@@ -40,7 +40,17 @@ local rev = (tonumber(m[2]) or 0) + 1
 local prev, op, takeover, value = '', 'lease.release', 0, ''
 if isLive or (r and w ~= holder) then -- the lease as it was, live or taken over
   local hj = ARGV[7]
-  if w ~= holder then hj = jstr(w) end
+  if w ~= holder then -- a former holder, encoded as Go's encoding/json would
+    hj = w
+    if string.find(hj, '[%z\1-\31"\\<>&\226]') then
+      local esc = {['"'] = '\\"', ['\\'] = '\\\\', ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t',
+        ['\b'] = '\\b', ['\f'] = '\\f', ['<'] = '\\u003c', ['>'] = '\\u003e', ['&'] = '\\u0026'}
+      hj = string.gsub(hj, '[%z\1-\31"\\<>&]', function(c) return esc[c] or string.format('\\u%04x', string.byte(c)) end)
+      hj = string.gsub(hj, '\226\128\168', '\\u2028')
+      hj = string.gsub(hj, '\226\128\169', '\\u2029')
+    end
+    hj = '"' .. hj .. '"'
+  end
   prev = '{"holder":' .. hj .. ',"fence":' .. string.format('%d', fence) .. ',"expires_at":' ..
     string.format('%d', x) .. '}'
 end
