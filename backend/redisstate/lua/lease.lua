@@ -71,13 +71,13 @@ else
     fence = 0
   end
   local nx = now + ttl
+  local nxs = string.format('%d', nx)
   lr = struct.pack('<i8i8i8i8i4', rev, mine and fence or rev, now, nx, #holder) .. holder ..
     '{"ttl_ms":' .. ARGV[5] .. '}'
   redis.call('MSET', rk, lr, REV, string.format('%d', rev))
   if not r then redis.call('ZADD', B .. ':idx', '0', key) end
-  redis.call('ZADD', B .. ':exp', string.format('%d', nx), key)
-  value = '{"holder":' .. ARGV[7] .. ',"fence":' .. string.format('%d', fence) .. ',"expires_at":' ..
-    string.format('%d', nx) .. '}'
+  redis.call('ZADD', B .. ':exp', nxs, key)
+  value = '{"holder":' .. ARGV[7] .. ',"fence":' .. string.format('%d', fence) .. ',"expires_at":' .. nxs .. '}'
 end
 local n = redis.call('RPUSH', B .. ':ev',
   struct.pack('<i8i8i4i4i4i4i4', rev, now, #res, #op, #holder, #value, #prev) .. res .. op .. holder .. value .. prev)
