@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -13,48 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/statesidecar/state/examples/server/internal/inflight"
 )
-
-// halfSent is a tools/call whose body is only partly sent: the sidecar
-// holds it in flight until the test sends the rest.
-type halfSent struct {
-	conn net.Conn
-	rest string
-}
-
-func sendHalf(t *testing.T, baseURL, body string) *halfSent {
-	t.Helper()
-	addr := strings.TrimPrefix(baseURL, "http://")
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	cut := len(body) / 2
-	if _, err := fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
-		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body[:cut]); err != nil {
-		t.Fatal(err)
-	}
-	return &halfSent{conn: conn, rest: body[cut:]}
-}
-
-func (h *halfSent) finish(t *testing.T) map[string]any {
-	t.Helper()
-	if _, err := io.WriteString(h.conn, h.rest); err != nil {
-		t.Fatal(err)
-	}
-	_ = h.conn.SetReadDeadline(time.Now().Add(wait))
-	resp, err := http.ReadResponse(bufio.NewReader(h.conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("a call in flight at SIGTERM: %d %s", resp.StatusCode, b)
-	}
-	return decodeRPC(t, b)
-}
 
 // inFlight reads the in-flight gauge from /metrics.
 func inFlight(t *testing.T, baseURL string) float64 {
@@ -100,16 +59,20 @@ func TestSIGTERMDrainsThenRestartKeepsData(t *testing.T) {
 	tool(t, url, "lease_acquire", map[string]any{"resource_id": "comment-thread", "holder_id": "w1", "ttl_seconds": 3600})
 	tool(t, url, "session_save", map[string]any{"session_id": "w1:pr-42", "context": map[string]any{"next": "security"}})
 
-	var calls []*halfSent
+	var calls []*inflight.Request
 	for i := range 3 {
-		calls = append(calls, sendHalf(t, url, fmt.Sprintf(
-			`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"state_set","arguments":{"key":"inflight/%d","value":%d}}}`, 10+i, i, i)))
+		calls = append(calls, inflight.Send(t, strings.TrimPrefix(url, "http://"), fmt.Sprintf(
+			`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"state_set","arguments":{"key":"inflight/%d","value":%d}}}`, 10+i, i, i), wait))
 	}
 	eventually(t, "three calls in flight", func() bool { return inFlight(t, url) == 3 })
 	p.signal(t, syscall.SIGTERM)
 	eventually(t, "the sidecar to stop accepting", func() bool { return refused(url) })
 	for i, c := range calls {
-		res := c.finish(t)
+		code, body := c.Finish(t)
+		if code != http.StatusOK {
+			t.Fatalf("a call in flight at SIGTERM: %d %s", code, body)
+		}
+		res := decodeRPC(t, []byte(body))
 		if r, _ := res["result"].(map[string]any); r == nil || r["isError"] == true {
 			t.Errorf("call %d in flight at SIGTERM: %v", i, res)
 		}
