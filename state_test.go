@@ -161,3 +161,29 @@ func TestPingAnswersUntilClosed(t *testing.T) {
 	is.NoErr(st.Close())
 	is.True(errors.Is(st.Ping(context.Background()), state.ErrClosed)) // a closed store does not
 }
+
+func TestBackgroundSweeperRemovesExpiredRecords(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	clk := statetest.NewClock()
+	d := memstate.New()
+	st := state.New(d, &state.Options{Clock: clk, SweepInterval: 5 * time.Millisecond})
+	defer st.Close()
+	_, err := st.Set(ctx, "gone", 1, state.WithTTL(time.Second))
+	is.NoErr(err)
+	_, err = st.Set(ctx, "kept", 1)
+	is.NoErr(err)
+	clk.Advance(time.Second + state.DefaultSweepGrace)
+	q := &backend.GetQuery{NS: st.NamespaceName(), Keys: []string{"k/gone", "k/kept"}, Now: clk.Now(), IncludeExpired: true}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		recs, err := d.GetMany(ctx, q)
+		is.NoErr(err)
+		is.True(recs[1].Found()) // the sweeper leaves live records alone
+		if !recs[0].Found() {
+			break // removed in the background, without a Sweep call
+		}
+		is.True(time.Now().Before(deadline)) // the background sweeper must run every SweepInterval
+		time.Sleep(time.Millisecond)        // waiting for the background goroutine's effect
+	}
+}
