@@ -12,6 +12,7 @@ func TestStatefulSessionsAndShutdown(t *testing.T) {
 	cfg := memConfig()
 	cfg.Stateful = true
 	r := startHTTP(t, cfg)
+	//lint:ignore SA1019 the legacy GET stream of older clients is exactly what stateful mode serves
 	c := connect(t, r.URL, true, transport.WithContinuousListening())
 	if c.GetSessionId() == "" {
 		t.Error("a stateful sidecar must issue a session id to an older client")
