@@ -184,6 +184,6 @@ func TestBackgroundSweeperRemovesExpiredRecords(t *testing.T) {
 			break // removed in the background, without a Sweep call
 		}
 		is.True(time.Now().Before(deadline)) // the background sweeper must run every SweepInterval
-		time.Sleep(time.Millisecond)        // waiting for the background goroutine's effect
+		time.Sleep(time.Millisecond)         // waiting for the background goroutine's effect
 	}
 }

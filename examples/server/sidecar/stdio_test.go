@@ -14,13 +14,7 @@ import (
 // ServeStdio answers what it read before its input ended, writes nothing
 // but JSON-RPC, and returns nil at the end of input.
 func TestServeStdio(t *testing.T) {
-	cfg := memConfig()
-	cfg.Transport = TransportStdio
-	sc, err := New(t.Context(), cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := newStdioSidecar(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	served := make(chan error, 1)
@@ -70,13 +64,7 @@ func TestServeStdio(t *testing.T) {
 // mcp-go cancels every stdio call when its input ends; detach keeps a call
 // running until the shutdown deadline (hardStop) instead.
 func TestDetachOutlivesTransportCancellation(t *testing.T) {
-	cfg := memConfig()
-	cfg.Transport = TransportStdio
-	sc, err := New(t.Context(), cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := newStdioSidecar(t)
 	type key struct{}
 	started, release, result := make(chan context.Context), make(chan struct{}), make(chan error)
 	h := sc.detach(func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -107,4 +95,18 @@ func TestDetachOutlivesTransportCancellation(t *testing.T) {
 	if err := <-result; err == nil {
 		t.Error("a call cut off at the deadline must see its context cancelled")
 	}
+}
+
+// newStdioSidecar returns a sidecar on memory configured for stdio, closed
+// when the test ends.
+func newStdioSidecar(t *testing.T) *Sidecar {
+	t.Helper()
+	cfg := memConfig()
+	cfg.Transport = TransportStdio
+	sc, err := New(t.Context(), cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.Close() })
+	return sc
 }
