@@ -27,6 +27,11 @@
 // greater than every earlier revision of the namespace, and shared by every
 // record the commit writes. Revisions are never reused, not even after a
 // namespace is reset, so they can serve as fencing tokens.
+//
+// Revisions and event IDs count per namespace: a commit in one namespace
+// must not change the revisions or event IDs another namespace is given, so
+// that a tenant cannot watch another's write rate through its versions,
+// fences or history ids.
 package backend
 
 import (
@@ -40,6 +45,11 @@ var ErrNotFound = errors.New("not found")
 
 // ErrClosed is returned by every method of a driver after Close.
 var ErrClosed = errors.New("store is closed")
+
+// ErrUnavailable is wrapped by the error of a call that gave up waiting for
+// the backend within the driver's bound, such as a write behind another
+// process's lock on a SQLite file. Nothing was written; try again later.
+var ErrUnavailable = errors.New("backend unavailable: busy")
 
 // Driver is a storage backend. Its methods must be safe for concurrent use.
 // Failed conditions are results, not errors; errors mean the driver could not
@@ -162,12 +172,21 @@ const (
 	OpPut OpKind = iota + 1
 	// OpDelete removes a record; deleting an absent key is not an error.
 	OpDelete
+	// OpAdd adds the decimal integer in Value to the decimal integer the
+	// record holds (an absent or expired record, or a value that is not a
+	// decimal integer, counts as 0) and stores the sum in decimal, with
+	// Writer, TTL and Time as OpPut would. It keeps counters without
+	// conditioning a commit on them, so that writers of different records
+	// that bump the same counter never conflict.
+	OpAdd
 )
 
 // Op is one write of a commit.
 type Op struct {
-	Kind  OpKind
-	Key   string
+	Kind OpKind
+	Key  string
+	// Value is the record's new value (OpPut) or the decimal integer to add
+	// (OpAdd).
 	Value []byte
 	// Writer is stored as Record.Writer.
 	Writer string

@@ -44,6 +44,9 @@ type SweepQuery struct {
 	// one call, so that a sweep never holds a lock for long.
 	Limit int
 	// HistoryMaxAge deletes events older than Now-HistoryMaxAge; 0 keeps all.
+	// Events are taken oldest first by ID, so a driver may stop at the first
+	// event that is young enough even if later ones (appended with an older
+	// Time) are not.
 	HistoryMaxAge time.Duration
 	// HistoryMaxEvents keeps at most this many newest events per namespace;
 	// 0 keeps all.
@@ -58,6 +61,58 @@ type SweepResult struct {
 	More bool
 }
 
+// HistoryTrimmer is implemented by drivers that can remove the oldest
+// events of one namespace beyond a count cheaply, in time proportional to
+// what they remove (not to what the namespace holds). Package state calls it
+// as history is written, every few events, so that history stays within
+// its limit between sweeps.
+//
+// TrimHistory removes the oldest events of q.NS so that at most q.Keep of
+// the newest remain, at most q.Limit of them per call (reporting More when
+// it stopped at the limit). It must not change any event id.
+//
+// Fallback: history is trimmed only by Sweeper, every sweep interval.
+type HistoryTrimmer interface {
+	TrimHistory(ctx context.Context, q *TrimQuery) (TrimResult, error)
+}
+
+// TrimQuery asks a HistoryTrimmer to trim one namespace's history.
+type TrimQuery struct {
+	NS string
+	// Keep is how many of the newest events to keep; it is positive.
+	Keep int64
+	// Limit caps the events removed by one call; it is positive.
+	Limit int
+}
+
+// TrimResult reports what one TrimHistory call removed.
+type TrimResult struct {
+	Events int64
+	// More is set when the limit was reached and more events are over.
+	More bool
+}
+
+// Pinger is implemented by drivers that can tell cheaply whether they can
+// serve writes now, such as whether a database's write lock can be had
+// within a short bound. Ping returns nil when they can, and otherwise an
+// error (matching ErrUnavailable when the backend is busy).
+//
+// Fallback: package state reads one absent record, which tells that the
+// backend answers reads, not that it can write.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// ConfigChecker is implemented by drivers of servers whose configuration
+// can weaken what package state promises, such as Redis without persistence
+// or with an eviction policy that may drop keys. CheckConfig returns one
+// warning per problem it finds, each saying what is at risk and how to fix
+// it; package state logs them when a store starts. A server that will not
+// say (a managed service that hides its configuration) gives no warning.
+type ConfigChecker interface {
+	CheckConfig(ctx context.Context) ([]string, error)
+}
+
 // ServerClock is implemented by drivers shared by several processes whose
 // server has a clock of its own. When a store has no injected clock, package
 // state passes a zero now to such a driver so that the server decides expiry,
@@ -68,12 +123,13 @@ type ServerClock interface {
 
 // Claimer is implemented by drivers that claim a workflow run in one round
 // trip, such as a Lua script in Redis. ClaimRun must follow exactly the rules
-// of state.Store.ClaimRun, write the records package state reads (the run,
-// its claim and its status index entry, in the layout of the module's
-// internal/layout package) and append the same history events.
+// of state.Store.ClaimRun, write the records package state writes (the run,
+// which holds its claim, and the status counters when the status changes,
+// in the layout of the module's internal/layout package) and append the
+// same history events.
 //
-// Fallback: package state reads the run and its claim and commits under
-// conditions (natively atomic with an Updater).
+// Fallback: package state reads the run and commits under a condition on
+// its revision (natively atomic with an Updater).
 type Claimer interface {
 	ClaimRun(ctx context.Context, q *ClaimQuery) (ClaimResult, error)
 }
@@ -98,7 +154,7 @@ const (
 	ClaimNotFound ClaimOutcome = iota + 1
 	// ClaimFinished: the run is done or failed.
 	ClaimFinished
-	// ClaimHeld: another agent holds a live claim; ClaimResult.Claim is it.
+	// ClaimHeld: another agent holds a live claim (named in the run).
 	ClaimHeld
 	// ClaimAcquired: the agent claimed the run (a fresh claim or a takeover).
 	ClaimAcquired
@@ -109,9 +165,13 @@ const (
 // ClaimResult is the outcome of a ClaimRun.
 type ClaimResult struct {
 	Outcome ClaimOutcome
-	// Run is the run record, as written when the claim succeeded.
+	// Run is the run record: as written when the claim succeeded, as read
+	// otherwise. The run holds its claim.
 	Run Record
-	// Claim is the claim record, as written when the claim succeeded.
+	// Claim is not used: the claim is held in the run record. It is kept so
+	// that drivers written against the earlier layout still compile.
+	//
+	// Deprecated: package state reads the claim from Run.
 	Claim Record
 	// Reclaimed is set when the claim took over from an expired holder.
 	Reclaimed bool

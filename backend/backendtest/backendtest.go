@@ -71,7 +71,11 @@ type storeEnv struct {
 }
 
 func runDriver(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
-	for _, c := range driverCases() {
+	var cases []testCase[driverEnv]
+	for _, group := range [][]testCase[driverEnv]{driverCases(), tenancyCases(), retentionDriverCases(), pingCases()} {
+		cases = append(cases, group...)
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.fn(t, driverEnv{d: newDriver(t), ns: newNS()})
@@ -81,8 +85,8 @@ func runDriver(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 
 func runStore(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 	var cases []testCase[storeEnv]
-	for _, group := range [][]testCase[storeEnv]{kvCases(), workflowCases(), leaseCases(),
-		sessionCases(), historyCases(), storeCases(), badInputCases(), raceCases()} {
+	for _, group := range [][]testCase[storeEnv]{kvCases(), workflowCases(), discoverCases(), leaseCases(),
+		sessionCases(), historyCases(), storeCases(), badInputCases(), raceCases(), updateCases(), expiryCases(), retentionCases()} {
 		cases = append(cases, group...)
 	}
 	for _, c := range cases {
@@ -95,7 +99,10 @@ func runStore(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 
 func newStoreEnv(t *testing.T, newDriver func(t *testing.T) backend.Driver) storeEnv {
 	clk := statetest.NewClock()
-	st := state.New(newDriver(t), &state.Options{Clock: clk, SweepInterval: -1, Namespace: newNS()})
+	st, err := state.New(newDriver(t), &state.Options{Clock: yieldingClock{clk}, SweepInterval: -1, Namespace: newNS()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = st.Close() })
 	return storeEnv{st: st, clk: clk, newDriver: newDriver}
 }

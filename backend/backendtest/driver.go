@@ -193,6 +193,37 @@ func driverCases() []testCase[driverEnv] {
 			res = e.commit(t, t0.Add(time.Second), &backend.Txn{If: []backend.Cond{{Key: "k"}}, Then: []backend.Op{putOp("k", "3", 0)}})
 			is.True(res.Committed) // Cond{Revision: 0} holds for an expired key
 		}},
+		{"AddKeepsACounter", func(t *testing.T, e driverEnv) {
+			is := is.New(t)
+			add := func(key, delta string, ttl time.Duration) backend.Op {
+				return backend.Op{Kind: backend.OpAdd, Key: key, Value: []byte(delta), Writer: "w", TTL: ttl, Time: t0}
+			}
+			r1 := e.put(t, t0, add("n", "3", 0))
+			c, ok := e.get(t, t0, "n")
+			is.True(ok)                             // OpAdd on an absent key creates the record
+			is.Equal(string(c.Value), "3")          // OpAdd on an absent key stores the delta
+			is.Equal(c.CreateRevision, r1.Revision) // OpAdd creates like a put
+			r2 := e.put(t, t0, add("n", "-5", 0), add("n", "1", 0))
+			c, _ = e.get(t, t0, "n")
+			is.Equal(string(c.Value), "-1")         // OpAdd adds to the stored integer, in order within a commit
+			is.Equal(c.Revision, r2.Revision)       // OpAdd writes at the commit's revision
+			is.Equal(c.CreateRevision, r1.Revision) // OpAdd on a live record keeps CreateRevision
+			is.Equal(c.Writer, "w")
+			e.put(t, t0, add("x", "7", time.Second))
+			e.put(t, t0.Add(time.Second), add("x", "2", 0))
+			c, _ = e.get(t, t0.Add(time.Second), "x")
+			is.Equal(string(c.Value), "2") // OpAdd counts an expired record as 0
+			is.True(c.ExpiresAt.IsZero())  // OpAdd sets the TTL like a put
+			base := e.put(t, t0, putOp("c", "10", 0))
+			res := e.commit(t, t0, &backend.Txn{If: []backend.Cond{{Key: "c", Revision: base.Revision}},
+				Then: []backend.Op{add("c", "5", 0)}})
+			is.True(res.Committed)
+			res = e.commit(t, t0, &backend.Txn{If: []backend.Cond{{Key: "c", Revision: base.Revision}},
+				Then: []backend.Op{add("c", "5", 0)}})
+			is.True(!res.Committed) // OpAdd obeys the commit's conditions
+			c, _ = e.get(t, t0, "c")
+			is.Equal(string(c.Value), "15") // a failed commit adds nothing
+		}},
 		{"DeleteOfAbsentKeyIsNoError", func(t *testing.T, e driverEnv) {
 			is := is.New(t)
 			res := e.commit(t, t0, &backend.Txn{Then: []backend.Op{{Kind: backend.OpDelete, Key: "nope"}}})
@@ -286,6 +317,34 @@ func driverCases() []testCase[driverEnv] {
 			older := e.history(t, backend.HistoryQuery{Before: all[0].ID, Limit: 1})
 			is.Equal(len(older), 1)          // History honours Limit
 			is.Equal(older[0].ID, all[1].ID) // History honours Before
+		}},
+		{"HistoryOfOneKeyPagesBackAndForgetsTrimmedEntries", func(t *testing.T, e driverEnv) {
+			is := is.New(t)
+			var ids []int64 // of key a, oldest first
+			for i := range 12 {
+				key := "b"
+				if i%3 == 0 {
+					key = "a"
+				}
+				e.commit(t, t0, &backend.Txn{Events: []backend.Event{{Key: key, Op: "op", Value: []byte(strconv.Itoa(i))}}})
+				if key == "a" {
+					ids = append(ids, e.history(t, backend.HistoryQuery{Limit: 1})[0].ID)
+				}
+			}
+			got := e.history(t, backend.HistoryQuery{Key: "a", Before: ids[3], Limit: 2})
+			is.Equal(len(got), 2)                                            // History of a key honours Before and Limit
+			is.Equal([]int64{got[0].ID, got[1].ID}, []int64{ids[2], ids[1]}) // newest first, skipping other keys
+			is.Equal(string(got[1].Value), "3")
+			sw, ok := e.d.(backend.Sweeper)
+			if !ok {
+				return
+			}
+			_, err := sw.Sweep(context.Background(), &backend.SweepQuery{Now: t0, Limit: 100, HistoryMaxEvents: 8})
+			is.NoErr(err)
+			got = e.history(t, backend.HistoryQuery{Key: "a"})
+			is.Equal(len(got), 2) // the 4 oldest entries are trimmed, 2 of them of key a
+			is.Equal(got[1].ID, ids[2])
+			is.Equal(len(e.history(t, backend.HistoryQuery{Key: "a", Before: ids[2]})), 0) // trimmed entries are gone from a key's history
 		}},
 		{"ExpiredPreviousValueIsNotCaptured", func(t *testing.T, e driverEnv) {
 			is := is.New(t)

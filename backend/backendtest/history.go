@@ -105,14 +105,15 @@ func historyCases() []testCase[storeEnv] {
 			if _, ok := d.(backend.Sweeper); !ok {
 				t.Skip("driver has no Sweeper: history is not trimmed")
 			}
-			st := state.New(d, &state.Options{Clock: e.clk, SweepInterval: -1, Namespace: newNS(),
+			st, err := state.New(d, &state.Options{Clock: e.clk, SweepInterval: -1, Namespace: newNS(),
 				HistoryMaxEvents: 3, HistoryMaxAge: time.Hour})
+			is.NoErr(err)
 			defer st.Close()
 			for i := range 5 {
 				_, err := st.Set(ctx, "k", i)
 				is.NoErr(err)
 			}
-			_, err := st.Sweep(ctx)
+			_, err = st.Sweep(ctx)
 			is.NoErr(err)
 			evs, _ := st.History(ctx, state.HistoryQuery{Limit: 100})
 			is.Equal(len(evs), 3)               // history keeps at most HistoryMaxEvents entries

@@ -113,38 +113,53 @@ func leaseCases() []testCase[storeEnv] {
 		}},
 		{"KeepAliveRenewsAndReportsLoss", func(t *testing.T, e storeEnv) {
 			is := is.New(t)
-			l, err := e.st.TryAcquire(ctx, "r", "A", 30*time.Millisecond)
+			wctx, cancel := context.WithTimeout(ctx, realWait)
+			defer cancel()
+			l, err := e.st.TryAcquire(ctx, "r", "A", 30*time.Second)
 			is.NoErr(err)
 			ka := e.st.KeepAlive(ctx, l)
-			deadline := time.Now().Add(realWait)
-			for renewals := 0; renewals < 2; {
-				evs, err := e.st.History(ctx, state.HistoryQuery{Key: "r", Limit: 10})
-				is.NoErr(err)
-				renewals = 0
-				for _, ev := range evs {
-					if ev.Op == "lease.renew" {
-						renewals++
-					}
-				}
-				is.True(time.Now().Before(deadline)) // KeepAlive must renew the lease in the background
-				time.Sleep(5 * time.Millisecond)     // polling for an effect of another goroutine
+			for range 2 {
+				is.NoErr(e.clk.WaitTimers(wctx, 2))                                    // the keep-alive waits for its renewal and its expiry
+				e.clk.Advance(10 * time.Second)                                        // a third of the TTL: time to renew
+				is.NoErr(e.clk.WaitTimers(wctx, 2))                                    // it renewed and waits again
+				is.True(ka.Lease().ExpiresAt.Equal(e.clk.Now().Add(30 * time.Second))) // KeepAlive renews the lease in the background
 			}
-			is.Equal(ka.Err(), nil) // a running keep-alive has no error
-			e.clk.Advance(time.Hour)
+			evs, err := e.st.History(ctx, state.HistoryQuery{Key: "r", Limit: 10})
+			is.NoErr(err)
+			is.Equal(evs[0].Op, "lease.renew") // each renewal is recorded
+			is.Equal(ka.Err(), nil)            // a running keep-alive has no error
+			ok, err := e.st.Release(ctx, "r", "A")
+			is.NoErr(err)
+			is.True(ok)
 			_, err = e.st.TryAcquire(ctx, "r", "B", time.Hour)
 			is.NoErr(err)
+			e.clk.Advance(10 * time.Second)
 			select {
 			case <-ka.Done():
-			case <-time.After(realWait):
+			case <-wctx.Done():
 				t.Fatal("KeepAlive must stop when the lease is lost")
 			}
 			is.True(errors.Is(ka.Err(), state.ErrNotHeld)) // a lost lease is reported as ErrNotHeld
 			ka.Stop()
+
 			l2, err := e.st.TryAcquire(ctx, "s", "A", time.Minute)
 			is.NoErr(err)
 			ka2 := e.st.KeepAlive(ctx, l2)
-			ka2.Stop()
-			is.True(errors.Is(ka2.Err(), context.Canceled)) // Stop ends the keep-alive with context.Canceled
+			is.NoErr(e.clk.WaitTimers(wctx, 2))
+			e.clk.Advance(time.Hour) // the process slept past the expiry: no renewal was in time
+			select {
+			case <-ka2.Done():
+			case <-wctx.Done():
+				t.Fatal("KeepAlive must stop at the lease's expiry")
+			}
+			var le *state.LeaseExpiredError
+			is.True(errors.As(ka2.Err(), &le) && errors.Is(ka2.Err(), state.ErrNotHeld)) // an expired lease is reported as such
+
+			l3, err := e.st.TryAcquire(ctx, "u", "A", time.Minute)
+			is.NoErr(err)
+			ka3 := e.st.KeepAlive(ctx, l3)
+			ka3.Stop()
+			is.True(errors.Is(ka3.Err(), context.Canceled)) // Stop ends the keep-alive with context.Canceled
 		}},
 	}
 }

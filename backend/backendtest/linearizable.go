@@ -84,65 +84,71 @@ var kvModel = porcupine.Model{
 func linearizableCase(t *testing.T, e storeEnv) {
 	const clients, opsEach = 8, 40
 	keys := []string{"x", "y"}
-	start := time.Now()
+	var rc race
 	var mu sync.Mutex
 	var history []porcupine.Operation
-	var wg sync.WaitGroup
-	for c := range clients {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(c), 42))
-			var lastSeen int64
-			for n := range opsEach {
-				in := kvInput{key: keys[rng.IntN(len(keys))], value: c*1000 + n}
-				var out kvOutput
-				call := time.Since(start).Nanoseconds()
-				var err error
-				switch r := rng.IntN(10); {
-				case r < 4:
-					in.op = "get"
-					var en state.Entry
-					en, err = e.st.Get(ctx, in.key)
-					if errors.Is(err, state.ErrNotFound) {
-						err = nil
-					} else if err == nil {
-						out = kvOutput{found: true, version: en.Version}
-						out.value, err = strconv.Atoi(string(en.Value))
-						lastSeen = en.Version
-					}
-				case r < 6:
-					in.op = "set"
-					var en state.Entry
-					en, err = e.st.Set(ctx, in.key, in.value)
-					out.version = en.Version
-				case r < 9:
-					in.op, in.ifVersion = "cas", lastSeen
-					var en state.Entry
-					en, err = e.st.Set(ctx, in.key, in.value, state.IfVersion(lastSeen))
-					var ce *state.ConflictError
-					if errors.As(err, &ce) {
-						out.current, err = ce.Current, nil
-						lastSeen = ce.Current
-					} else if err == nil {
-						out.ok, out.version = true, en.Version
-					}
-				default:
-					in.op = "del"
-					out.found, err = e.st.Delete(ctx, in.key)
+	rc.run(clients, func(c int) {
+		rng := rand.New(rand.NewPCG(uint64(c), 42))
+		var lastSeen int64
+		for n := range opsEach {
+			in := kvInput{key: keys[rng.IntN(len(keys))], value: c*1000 + n}
+			var out kvOutput
+			call := rc.now()
+			var err error
+			switch r := rng.IntN(10); {
+			case r < 4:
+				in.op = "get"
+				var en state.Entry
+				en, err = e.st.Get(ctx, in.key)
+				if errors.Is(err, state.ErrNotFound) {
+					err = nil
+				} else if err == nil {
+					out = kvOutput{found: true, version: en.Version}
+					out.value, err = strconv.Atoi(string(en.Value))
+					lastSeen = en.Version
 				}
-				ret := time.Since(start).Nanoseconds()
-				if err != nil {
-					t.Errorf("%s %s: %v", in.op, in.key, err)
-					return
+			case r < 6:
+				in.op = "set"
+				var en state.Entry
+				en, err = e.st.Set(ctx, in.key, in.value)
+				out.version = en.Version
+			case r < 9:
+				in.op, in.ifVersion = "cas", lastSeen
+				var en state.Entry
+				en, err = e.st.Set(ctx, in.key, in.value, state.IfVersion(lastSeen))
+				var ce *state.ConflictError
+				if errors.As(err, &ce) {
+					out.current, err = ce.Current, nil
+					lastSeen = ce.Current
+				} else if err == nil {
+					out.ok, out.version = true, en.Version
 				}
-				mu.Lock()
-				history = append(history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
-				mu.Unlock()
+			default:
+				in.op = "del"
+				out.found, err = e.st.Delete(ctx, in.key)
 			}
-		})
-	}
-	wg.Wait()
+			ret := rc.now()
+			if err != nil {
+				t.Errorf("%s %s: %v", in.op, in.key, err)
+				return
+			}
+			mu.Lock()
+			history = append(history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
+			mu.Unlock()
+		}
+	})
+	checkOverlap(t, "key-value calls", spansOf(history))
 	res, _ := porcupine.CheckOperationsVerbose(kvModel, history, time.Minute)
 	if res != porcupine.Ok {
 		t.Fatalf("the history of %d concurrent key-value operations is %s: no sequential store explains it", len(history), res)
 	}
+}
+
+// spansOf returns the calls of a porcupine history as spans.
+func spansOf(h []porcupine.Operation) []span {
+	out := make([]span, len(h))
+	for i, op := range h {
+		out[i] = span{client: op.ClientId, call: op.Call, done: op.Return}
+	}
+	return out
 }

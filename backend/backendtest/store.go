@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -35,6 +36,64 @@ func storeCases() []testCase[storeEnv] {
 			is.Equal(h.Events, int64(8)) // 2 sets, 2 creates, 1 claim, 2 acquires, 1 save
 			is.Equal(h.Version, state.Version)
 			is.True(h.Backend != "")
+		}},
+		{"HealthCountsRunsThroughEveryTransition", func(t *testing.T, e storeEnv) {
+			is := is.New(t)
+			counts := func() map[state.Status]int64 {
+				h, err := e.st.Health(ctx)
+				is.NoErr(err)
+				var sum int64
+				for _, n := range h.RunsByStatus {
+					sum += n
+				}
+				is.Equal(h.Runs, sum) // every run is in exactly one status
+				return h.RunsByStatus
+			}
+			want := map[state.Status]int64{"created": 0, "claimed": 0, "running": 0, "done": 0, "failed": 0}
+			step := func(what string, change map[state.Status]int64) {
+				t.Helper()
+				for st, d := range change {
+					want[st] += d
+				}
+				if got := counts(); !reflect.DeepEqual(got, want) {
+					t.Fatalf("after %s: counts %v, want %v", what, got, want)
+				}
+			}
+			var ids []string
+			for range 6 {
+				ids = append(ids, mustCreate(t, e, "job", nil).ID)
+			}
+			step("creating 6", map[state.Status]int64{"created": 6})
+			c := mustClaim(t, e, ids[0], "A", state.WithClaimTTL(time.Second))
+			step("a claim", map[state.Status]int64{"created": -1, "claimed": 1})
+			mustClaim(t, e, ids[0], "A", state.WithClaimTTL(time.Second))
+			step("a heartbeat", nil)
+			_, err := e.st.Checkpoint(ctx, ids[0], 1, "x", state.WithFence(c.Fence))
+			is.NoErr(err)
+			step("a checkpoint of a claimed run", map[state.Status]int64{"claimed": -1, "running": 1})
+			_, err = e.st.Checkpoint(ctx, ids[1], 1, "x")
+			is.NoErr(err)
+			step("a checkpoint of a created run", map[state.Status]int64{"created": -1, "running": 1})
+			e.clk.Advance(time.Second)
+			mustClaim(t, e, ids[0], "B")
+			step("a takeover", nil)
+			_, err = e.st.CompleteRun(ctx, ids[0])
+			is.NoErr(err)
+			step("completing a running run", map[state.Status]int64{"running": -1, "done": 1})
+			_, err = e.st.FailRun(ctx, ids[2])
+			is.NoErr(err)
+			step("failing a created run", map[state.Status]int64{"created": -1, "failed": 1})
+			mustClaim(t, e, ids[3], "C")
+			_, err = e.st.ReleaseRun(ctx, ids[3], "C")
+			is.NoErr(err)
+			step("a claim and a release", nil)
+			mustClaim(t, e, ids[4], "D")
+			_, err = e.st.Checkpoint(ctx, ids[4], 2, "y", state.WithStatus(state.StatusDone))
+			is.NoErr(err)
+			step("a claimed run finished by a checkpoint", map[state.Status]int64{"created": -1, "done": 1})
+			_, err = e.st.CompleteRun(ctx, ids[4])
+			is.NoErr(err)
+			step("completing a done run again", nil)
 		}},
 		{"ResetWipesTheNamespaceAndCountsWhatItCleared", func(t *testing.T, e storeEnv) {
 			is := is.New(t)

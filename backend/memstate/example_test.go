@@ -12,7 +12,10 @@ import (
 // A store in memory, for tests and ephemeral agents.
 func ExampleNew() {
 	ctx := context.Background()
-	st := state.New(memstate.New(), nil)
+	st, err := state.New(memstate.New(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer st.Close()
 
 	if _, err := st.Set(ctx, "k", []int{1, 2}); err != nil {
@@ -29,6 +32,7 @@ func ExampleURLOpener() {
 	a, _ := state.Open(ctx, "mem://shared")
 	defer a.Close()
 	b, _ := state.Open(ctx, "mem://shared")
+	defer b.Close()
 
 	_, _ = a.Set(ctx, "k", true)
 	ok, _ := b.Exists(ctx, "k")

@@ -1,19 +1,20 @@
 // Package memstate is an in-memory backend for package state: for tests and
 // ephemeral use. Nothing survives the process.
 //
+// Revisions and event ids count per namespace, so that one namespace's
+// writes are invisible in another's versions and fences.
+//
 // It implements every optional interface that makes sense in one process
-// (backend.Updater and backend.Sweeper) and registers the "mem" URL scheme:
+// (backend.Updater, backend.Sweeper and backend.HistoryTrimmer) and registers the "mem" URL scheme:
 // "mem://name" opens the same store for the same name while it is open, and
 // "mem://" a fresh one.
 package memstate
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/btree"
 	"github.com/statesidecar/state/backend"
 )
 
@@ -21,38 +22,32 @@ import (
 type Driver struct {
 	mu      sync.Mutex
 	closed  bool
-	rev     int64
 	spaces  map[string]*space
+	revs    map[string]int64 // last revision per namespace; survives Reset
 	eventID map[string]int64 // last event ID per namespace; survives Reset
 	onClose func()
 }
 
-type space struct {
-	recs   *btree.BTreeG[*backend.Record]
-	events []backend.Event // ascending ID
-}
-
 var (
-	_ backend.Driver  = (*Driver)(nil)
-	_ backend.Updater = (*Driver)(nil)
-	_ backend.Sweeper = (*Driver)(nil)
+	_ backend.Driver         = (*Driver)(nil)
+	_ backend.Updater        = (*Driver)(nil)
+	_ backend.Sweeper        = (*Driver)(nil)
+	_ backend.HistoryTrimmer = (*Driver)(nil)
 )
 
 // New returns an empty in-memory driver.
 func New() *Driver {
-	return &Driver{spaces: map[string]*space{}, eventID: map[string]int64{}}
+	return &Driver{spaces: map[string]*space{}, revs: map[string]int64{}, eventID: map[string]int64{}}
 }
 
 // Name returns "memory".
 func (d *Driver) Name() string { return "memory" }
 
-func lessKey(a, b *backend.Record) bool { return a.Key < b.Key }
-
 // sp returns namespace ns, creating it.
 func (d *Driver) sp(ns string) *space {
 	s := d.spaces[ns]
 	if s == nil {
-		s = &space{recs: btree.NewG(32, lessKey)}
+		s = newSpace(d.eventID[ns] + 1)
 		d.spaces[ns] = s
 	}
 	return s
@@ -78,28 +73,17 @@ func nowOr(t time.Time) time.Time {
 	return t
 }
 
-func live(r *backend.Record, now time.Time) bool {
-	return r.ExpiresAt.IsZero() || r.ExpiresAt.After(now)
-}
-
-// clone copies a record so that callers never share memory with the store.
-func clone(r *backend.Record) backend.Record {
-	c := *r
-	c.Value = append([]byte(nil), r.Value...)
-	return c
-}
-
 // Get implements backend.Driver.
 func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backend.Record, error) {
 	if err := d.lock(ctx); err != nil {
 		return backend.Record{}, err
 	}
 	defer d.mu.Unlock()
-	r, ok := d.sp(ns).recs.Get(&backend.Record{Key: key})
-	if !ok || !live(r, nowOr(now)) {
+	r := d.sp(ns).byKey[key]
+	if r == nil || !r.live(nowOr(now).UnixMilli()) {
 		return backend.Record{}, backend.ErrNotFound
 	}
-	return clone(r), nil
+	return r.record(false), nil
 }
 
 // GetMany implements backend.Driver.
@@ -112,18 +96,20 @@ func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Re
 }
 
 func (d *Driver) getMany(q *backend.GetQuery, now time.Time) []backend.Record {
-	s := d.sp(q.NS)
+	s, nowMs := d.sp(q.NS), now.UnixMilli()
 	out := make([]backend.Record, len(q.Keys))
 	for i, k := range q.Keys {
-		out[i] = backend.Record{Key: k}
-		r, ok := s.recs.Get(&backend.Record{Key: k})
+		r := s.byKey[k]
 		switch {
-		case !ok:
-		case live(r, now):
-			out[i] = clone(r)
+		case r == nil:
+			out[i] = backend.Record{Key: k}
+		case r.live(nowMs):
+			out[i] = r.record(false)
 		case q.IncludeExpired:
-			out[i] = clone(r)
+			out[i] = r.record(false)
 			out[i].Expired = true
+		default:
+			out[i] = backend.Record{Key: k}
 		}
 	}
 	return out
@@ -135,20 +121,12 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 		return nil, err
 	}
 	defer d.mu.Unlock()
-	now := nowOr(q.Now)
+	nowMs := nowOr(q.Now).UnixMilli()
 	var out []backend.Record
-	d.sp(q.NS).recs.AscendGreaterOrEqual(&backend.Record{Key: q.Prefix}, func(r *backend.Record) bool {
-		if !strings.HasPrefix(r.Key, q.Prefix) {
-			return false
+	d.sp(q.NS).scan(q.Prefix, q.After, func(r *rec) bool {
+		if r.live(nowMs) {
+			out = append(out, r.record(q.KeysOnly))
 		}
-		if r.Key <= q.After || !live(r, now) {
-			return true
-		}
-		c := clone(r)
-		if q.KeysOnly {
-			c.Value = nil
-		}
-		out = append(out, c)
 		return len(out) < q.Limit
 	})
 	return out, nil
@@ -160,28 +138,13 @@ func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Coun
 		return backend.Counts{}, err
 	}
 	defer d.mu.Unlock()
-	now := nowOr(q.Now)
+	nowMs := nowOr(q.Now).UnixMilli()
 	s := d.sp(q.NS)
-	c := backend.Counts{Prefixes: make([]int64, len(q.Prefixes)), Events: int64(len(s.events))}
+	c := backend.Counts{Prefixes: make([]int64, len(q.Prefixes)), Events: int64(s.log.len())}
 	for i, p := range q.Prefixes {
-		c.Prefixes[i] = s.count(p, func(r *backend.Record) bool { return live(r, now) })
+		c.Prefixes[i] = s.count(p, nowMs)
 	}
 	return c, nil
-}
-
-// count counts the records under prefix p for which ok holds.
-func (s *space) count(p string, ok func(*backend.Record) bool) int64 {
-	var n int64
-	s.recs.AscendGreaterOrEqual(&backend.Record{Key: p}, func(r *backend.Record) bool {
-		if !strings.HasPrefix(r.Key, p) {
-			return false
-		}
-		if ok(r) {
-			n++
-		}
-		return true
-	})
-	return n
 }
 
 // Commit implements backend.Driver.
@@ -212,11 +175,11 @@ func (d *Driver) Update(ctx context.Context, q *backend.GetQuery, fn func([]back
 
 // apply checks and applies txn in namespace ns; d.mu is held.
 func (d *Driver) apply(ns string, txn *backend.Txn, now time.Time) backend.Result {
-	s := d.sp(ns)
+	s, nowMs := d.sp(ns), now.UnixMilli()
 	for i, c := range txn.If {
 		var cur int64
-		if r, ok := s.recs.Get(&backend.Record{Key: c.Key}); ok && live(r, now) {
-			cur = r.Revision
+		if r := s.byKey[c.Key]; r != nil && r.live(nowMs) {
+			cur = r.rev
 		}
 		if cur != c.Revision {
 			return backend.Result{Failed: i, Current: cur, Now: now}
@@ -226,44 +189,28 @@ func (d *Driver) apply(ns string, txn *backend.Txn, now time.Time) backend.Resul
 	if len(txn.Then) == 0 && len(txn.Events) == 0 {
 		return res
 	}
-	d.rev++
-	res.Revision = d.rev
+	d.revs[ns]++
+	rev := d.revs[ns]
+	res.Revision = rev
 	for _, e := range txn.Events {
 		if e.PrevOf != "" {
-			if r, ok := s.recs.Get(&backend.Record{Key: e.PrevOf}); ok && live(r, now) {
-				e.Prev = r.Value
+			if r := s.byKey[e.PrevOf]; r != nil && r.live(nowMs) {
+				e.Prev = []byte(r.value)
 			}
 			e.PrevOf = ""
 		}
-		d.eventID[ns]++
-		e.ID, e.Revision = d.eventID[ns], d.rev
+		e.Revision = rev
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		e.Value = append([]byte(nil), e.Value...)
-		e.Prev = append([]byte(nil), e.Prev...)
-		if len(e.Value) == 0 {
-			e.Value = nil
-		}
-		if len(e.Prev) == 0 {
-			e.Prev = nil
-		}
-		s.events = append(s.events, e)
+		d.eventID[ns] = s.log.add(&e)
 	}
-	for _, op := range txn.Then {
-		switch op.Kind {
-		case backend.OpPut:
-			r := &backend.Record{Key: op.Key, Value: append([]byte(nil), op.Value...), Writer: op.Writer,
-				Revision: d.rev, CreateRevision: d.rev, UpdatedAt: op.Time}
-			if old, ok := s.recs.Get(r); ok && live(old, now) {
-				r.CreateRevision = old.CreateRevision
-			}
-			if op.TTL > 0 {
-				r.ExpiresAt = now.Add(op.TTL)
-			}
-			s.recs.ReplaceOrInsert(r)
+	for i := range txn.Then {
+		switch op := &txn.Then[i]; op.Kind {
+		case backend.OpPut, backend.OpAdd:
+			s.put(op, rev, now)
 		case backend.OpDelete:
-			s.recs.Delete(&backend.Record{Key: op.Key})
+			s.del(op.Key)
 		}
 	}
 	return res
@@ -275,24 +222,7 @@ func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backen
 		return nil, err
 	}
 	defer d.mu.Unlock()
-	evs := d.sp(q.NS).events
-	var out []backend.Event
-	for i := len(evs) - 1; i >= 0 && len(out) < q.Limit; i-- {
-		e := evs[i]
-		if (q.Before != 0 && e.ID >= q.Before) || (q.Key != "" && e.Key != q.Key) {
-			continue
-		}
-		e.Value = append([]byte(nil), e.Value...)
-		e.Prev = append([]byte(nil), e.Prev...)
-		if len(e.Value) == 0 {
-			e.Value = nil
-		}
-		if len(e.Prev) == 0 {
-			e.Prev = nil
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	return d.sp(q.NS).log.read(q.Key, q.Before, q.Limit), nil
 }
 
 // Reset implements backend.Driver.
@@ -302,57 +232,58 @@ func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.Rese
 	}
 	defer d.mu.Unlock()
 	s := d.sp(q.NS)
-	res := backend.ResetResult{Events: int64(len(s.events))}
+	res := backend.ResetResult{Events: int64(s.log.len())}
 	for _, p := range q.CountPrefixes {
-		res.Records += s.count(p, func(*backend.Record) bool { return true })
+		res.Records += s.count(p, 0)
 	}
 	delete(d.spaces, q.NS)
 	return res, nil
 }
 
-// Sweep implements backend.Sweeper.
+// Sweep implements backend.Sweeper. Expired records are found through the
+// namespace's index by expiry, so a sweep costs what it removes.
 func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.SweepResult, error) {
 	if err := d.lock(ctx); err != nil {
 		return backend.SweepResult{}, err
 	}
 	defer d.mu.Unlock()
 	now := nowOr(q.Now)
-	cutoff := now.Add(-q.Grace)
+	cutoff := now.Add(-q.Grace).UnixMilli()
+	limit := int64(q.Limit)
 	var res backend.SweepResult
 	for _, s := range d.spaces {
-		var dead []*backend.Record
-		s.recs.Ascend(func(r *backend.Record) bool {
-			if !live(r, cutoff) {
-				if int64(len(dead))+res.Records == int64(q.Limit) {
-					res.More = true
-					return false
-				}
-				dead = append(dead, r)
-			}
-			return true
+		n, more := s.sweep(cutoff, limit-res.Records)
+		res.Records += n
+		res.More = res.More || more
+		k := s.log.trim(limit-res.Events, func(left int, e string) bool {
+			return (q.HistoryMaxAge > 0 && eventTime(e).Before(now.Add(-q.HistoryMaxAge))) ||
+				(q.HistoryMaxEvents > 0 && int64(left) > q.HistoryMaxEvents)
 		})
-		for _, r := range dead {
-			s.recs.Delete(r)
-		}
-		res.Records += int64(len(dead))
-		n := 0 // events to drop from the front
-		for n < len(s.events) && int64(n) < int64(q.Limit)-res.Events {
-			tooOld := q.HistoryMaxAge > 0 && s.events[n].Time.Before(now.Add(-q.HistoryMaxAge))
-			tooMany := q.HistoryMaxEvents > 0 && int64(len(s.events)-n) > q.HistoryMaxEvents
-			if !tooOld && !tooMany {
-				break
-			}
-			n++
-		}
-		if n > 0 {
-			s.events = append([]backend.Event(nil), s.events[n:]...)
-			res.Events += int64(n)
-			if res.Events == int64(q.Limit) {
-				res.More = true
-			}
+		res.Events += k
+		if k > 0 && res.Events == limit {
+			res.More = true
 		}
 	}
 	return res, nil
+}
+
+// TrimHistory implements backend.HistoryTrimmer.
+func (d *Driver) TrimHistory(ctx context.Context, q *backend.TrimQuery) (backend.TrimResult, error) {
+	if err := d.lock(ctx); err != nil {
+		return backend.TrimResult{}, err
+	}
+	defer d.mu.Unlock()
+	s := d.spaces[q.NS]
+	if s == nil {
+		return backend.TrimResult{}, nil
+	}
+	over := int64(s.log.len()) - q.Keep
+	n := min(over, int64(q.Limit))
+	if n <= 0 {
+		return backend.TrimResult{}, nil
+	}
+	n = s.log.trim(n, func(int, string) bool { return true })
+	return backend.TrimResult{Events: n, More: over > n}, nil
 }
 
 // Close implements backend.Driver.

@@ -1,23 +1,76 @@
 // Package layout says where package state keeps each concept in a driver's
 // keyspace and how it encodes the values. It is shared by the root package
-// and by drivers that implement native fast paths (a Lua claim must find and
-// rewrite the same records the portable code does), so the format is written
-// down once.
+// and by drivers that implement native fast paths (a Lua or SQL claim must
+// find and rewrite the same records the portable code does), so the format
+// is written down once.
 //
 // Keys of one namespace:
 //
-//	k/<key>                               key-value entry; value is the user's JSON
-//	r/<run_id>                            workflow run; value is RunValue JSON
-//	c/<run_id>                            live claim on a run; Writer is the holder, value the claim TTL in ms
-//	o/<run_id>/<step, 20 digits>          output of one step; value is the user's JSON
-//	i/a/<order>                           every run, newest first
-//	i/s/<status>/<order>                  runs by status, newest first
-//	i/t/<tag key>/<tag value>/<order>     runs by tag, newest first (key and value path-escaped)
-//	l/<resource_id>                       lease; Writer is the holder, CreateRevision the fence
-//	s/<session_id>                        session snapshot; value is the context JSON
+//	k/<key>                             key-value entry; value is the user's JSON
+//	r/<run_id>                          workflow run, its claim included; value is RunValue JSON
+//	o/<run_id>/<step, 20 digits>        output of one step; value is the user's JSON
+//	n/s/<bucket>                        number of runs in a status bucket (unstarted, running,
+//	                                    done, failed) and n/s/claimed of claimed runs (unstarted
+//	                                    ones with a claim); values are decimal integers
+//	i/a/<order>                         every run
+//	i/o/<order>                         open runs: created, claimed or running
+//	i/s/<bucket>/<order>                runs by status: unstarted (created or claimed),
+//	                                    running, done, failed
+//	i/t/<tag key>/<tag value>/<order>   every run by tag (key and value path-escaped)
+//	i/ot/<tag key>/<tag value>/<order>  open runs by tag
+//	l/<resource_id>                     lease; Writer is the holder, CreateRevision the fence,
+//	                                    value {"ttl_ms":N}
+//	s/<session_id>                      session snapshot; value is the context JSON
+//	m/import/<source>                   how far an import source's history was copied (import.go)
 //
-// where <order> is RunValue.Order: the run's creation time inverted, so that
-// ascending key order is newest first, then its id.
+// where <order> is Order(created_at, run_id): the run's creation time
+// inverted, so that ascending key order is newest first, then its id. Index
+// entries have an empty value, no writer and no expiry; only their keys
+// matter.
+//
+// # Runs and claims
+//
+// A claim lives inside its run: RunValue.AgentID is the holder,
+// ClaimExpiresAt (Unix ms) when the claim expires, ClaimTTL (ms) how far a
+// heartbeat extends it. The claim is live while the run is open, AgentID is
+// set and ClaimExpiresAt is after now. A heartbeat, a takeover and most
+// checkpoints therefore write one record, the run, and a history event; a
+// fresh claim also adds one to the counter of claimed runs. Every write of a run is a read-modify-write conditioned
+// on the run's revision (or under the backend's lock), so the holder check
+// of one write cannot interleave with the takeover of another.
+//
+// Index entries change only when a run is created (every index it belongs
+// to), when it starts running (i/s/unstarted/ to i/s/running/) and when it
+// finishes (out of i/o/, i/ot/ and its bucket, into i/s/done/ or
+// i/s/failed/). A claim, heartbeat, takeover or release never moves one:
+// created and claimed share one status bucket (the run's status field
+// tells them apart). A run that stays open keeps its place in i/o/ and
+// i/ot/, so a listing that pages through one of them by cursor cannot skip
+// it. The counters n/s/ change in the same commit as a run's status
+// (backend.OpAdd, so that concurrent writers of different runs never
+// conflict on them) and give every status count without a scan: one per
+// bucket and one of claimed runs, so that a claim or a release changes one
+// counter; created runs are the unstarted ones less the claimed ones.
+//
+// A run's JSON is written by Go's encoding/json from RunValue, in field
+// order: first what claims change (status to claim_ttl_ms), then what they
+// do not (name, tags, created_at). Native claim paths (the Redis driver's
+// lua/claim.lua) match the first part as text at the start of the value
+// and keep every byte after claim_ttl_ms as it is, so fields added later go
+// after claim_ttl_ms; DecodeRun parses this order directly and leaves
+// anything else to encoding/json.
+//
+// This layout replaced, before any release, one that kept a claim in a
+// record c/<run_id> of its own and a status index entry per status; runs
+// stored in that layout are not read back correctly and are not migrated.
+//
+// # Room for parent and child runs
+//
+// A parent run id would be an immutable field after claim_ttl_ms; runs by
+// parent would be indexed under i/p/<parent>/<order> and
+// i/op/<parent>/<order> (open), and the counts of a parent's children by
+// status would be counters n/c/<parent>/<status> kept with backend.OpAdd
+// like n/s/. These prefixes are reserved.
 package layout
 
 import (
@@ -33,23 +86,48 @@ import (
 const (
 	KVPrefix      = "k/"
 	RunPrefix     = "r/"
-	ClaimPrefix   = "c/"
 	OutputPrefix  = "o/"
+	CountPrefix   = "n/"
+	StatusCounts  = "n/s/"
 	IndexAll      = "i/a/"
+	IndexOpen     = "i/o/"
 	IndexStatus   = "i/s/"
 	IndexTag      = "i/t/"
+	IndexOpenTag  = "i/ot/"
 	LeasePrefix   = "l/"
 	SessionPrefix = "s/"
 )
+
+// The statuses of a run as stored.
+const (
+	Created = "created"
+	Claimed = "claimed"
+	Running = "running"
+	Done    = "done"
+	Failed  = "failed"
+)
+
+// Statuses lists every status in lifecycle order.
+var Statuses = []string{Created, Claimed, Running, Done, Failed}
+
+// Unstarted is the status index bucket of created and claimed runs: a
+// claim or a release moves a run between the two without moving it in any
+// index.
+const Unstarted = "unstarted"
+
+// StatusBucket returns the status index bucket of status.
+func StatusBucket(status string) string {
+	if status == Created || status == Claimed {
+		return Unstarted
+	}
+	return status
+}
 
 // KV returns the record key of a key-value entry.
 func KV(key string) string { return KVPrefix + key }
 
 // Run returns the record key of a run.
 func Run(id string) string { return RunPrefix + id }
-
-// Claim returns the record key of a run's claim.
-func Claim(id string) string { return ClaimPrefix + id }
 
 // Outputs returns the prefix of a run's step outputs.
 func Outputs(id string) string { return OutputPrefix + id + "/" }
@@ -70,13 +148,44 @@ func Lease(resource string) string { return LeasePrefix + resource }
 // Session returns the record key of a session.
 func Session(id string) string { return SessionPrefix + id }
 
-// StatusIndex returns the prefix of the index of runs in one status.
-func StatusIndex(status string) string { return IndexStatus + status + "/" }
+// StatusCount returns the record key of the number of runs in a status
+// bucket (see StatusBucket), or of claimed runs for Claimed.
+func StatusCount(bucket string) string { return StatusCounts + bucket }
 
-// TagIndex returns the prefix of the index of runs having one tag pair.
-func TagIndex(k, v string) string {
-	return IndexTag + url.PathEscape(k) + "/" + url.PathEscape(v) + "/"
+// Buckets lists the status buckets.
+var Buckets = []string{Unstarted, Running, Done, Failed}
+
+// CountDeltas returns the counters a run moving from status from to status
+// to changes, and by how much (from "" for a new run).
+func CountDeltas(from, to string) map[string]int {
+	d := map[string]int{}
+	if from != "" && StatusBucket(from) != StatusBucket(to) {
+		d[StatusBucket(from)]--
+	}
+	if from == "" || StatusBucket(from) != StatusBucket(to) {
+		d[StatusBucket(to)]++
+	}
+	if from == Claimed && to != Claimed {
+		d[Claimed]--
+	}
+	if to == Claimed && from != Claimed {
+		d[Claimed]++
+	}
+	return d
 }
+
+// StatusIndex returns the prefix of the index of runs in a status bucket
+// (see StatusBucket).
+func StatusIndex(bucket string) string { return IndexStatus + bucket + "/" }
+
+// TagIndex returns the prefix of the index of every run having one tag pair.
+func TagIndex(k, v string) string { return IndexTag + tagPath(k, v) }
+
+// OpenTagIndex returns the prefix of the index of open runs having one tag
+// pair.
+func OpenTagIndex(k, v string) string { return IndexOpenTag + tagPath(k, v) }
+
+func tagPath(k, v string) string { return url.PathEscape(k) + "/" + url.PathEscape(v) + "/" }
 
 // Order returns the index suffix of a run created at createdMs: ascending
 // byte order of suffixes is newest first, ties broken by id.
@@ -84,29 +193,67 @@ func Order(createdMs int64, id string) string {
 	return fmt.Sprintf("%016x/%s", uint64(math.MaxInt64-createdMs), id)
 }
 
-// RunValue is the stored form of a run. A claim's liveness is not stored
-// here but in the claim record c/<run_id>.
-type RunValue struct {
-	Name     string            `json:"name"`
-	Tags     map[string]string `json:"tags"`
-	Status   string            `json:"status"`
-	AgentID  string            `json:"agent_id,omitempty"`
-	LastStep int64             `json:"last_step"`
-	Attempt  int64             `json:"attempt"`
-	Fence    int64             `json:"fence"`
-	// CreatedAt and UpdatedAt are Unix milliseconds.
-	CreatedAt int64 `json:"created_at"`
-	UpdatedAt int64 `json:"updated_at"`
-	// Order is the run's index suffix (see Order).
-	Order string `json:"order"`
+// IDOf returns the run id of an index suffix made by Order.
+func IDOf(order string) string {
+	if len(order) > 17 && order[16] == '/' {
+		return order[17:]
+	}
+	return ""
 }
 
-// IndexKeys returns every index key under which the run is listed.
+// Open reports whether status is created, claimed or running.
+func Open(status string) bool { return status == Created || status == Claimed || status == Running }
+
+// RunValue is the stored form of a run, its claim included. Its field order
+// is part of the format (see the package documentation).
+type RunValue struct {
+	Status   string `json:"status"`
+	AgentID  string `json:"agent_id,omitempty"`
+	LastStep int64  `json:"last_step"`
+	Attempt  int64  `json:"attempt"`
+	Fence    int64  `json:"fence"`
+	// UpdatedAt is Unix milliseconds.
+	UpdatedAt int64 `json:"updated_at"`
+	// ClaimExpiresAt is when the claim of AgentID expires, in Unix
+	// milliseconds; 0 when the run has no claim.
+	ClaimExpiresAt int64 `json:"claim_expires_at,omitempty"`
+	// ClaimTTL is the claim's lifetime in milliseconds: how far a heartbeat
+	// (a checkpoint) extends it.
+	ClaimTTL int64 `json:"claim_ttl_ms,omitempty"`
+
+	Name string            `json:"name"`
+	Tags map[string]string `json:"tags"`
+	// CreatedAt is Unix milliseconds.
+	CreatedAt int64 `json:"created_at"`
+}
+
+// Order returns the run's index suffix.
+func (v *RunValue) Order(id string) string { return Order(v.CreatedAt, id) }
+
+// ClaimLive reports whether the run has a live claim at nowMs.
+func (v *RunValue) ClaimLive(nowMs int64) bool {
+	return Open(v.Status) && v.AgentID != "" && v.ClaimExpiresAt > nowMs
+}
+
+// IndexKeys returns every index key under which the run is listed in its
+// current status.
 func (v *RunValue) IndexKeys(id string) []string {
-	keys := make([]string, 0, 2+len(v.Tags))
-	keys = append(keys, IndexAll+v.Order, StatusIndex(v.Status)+v.Order)
+	o := v.Order(id)
+	open := Open(v.Status)
+	n := 2 + len(v.Tags)
+	if open {
+		n += 1 + len(v.Tags)
+	}
+	keys := make([]string, 0, n)
+	keys = append(keys, IndexAll+o, StatusIndex(StatusBucket(v.Status))+o)
+	if open {
+		keys = append(keys, IndexOpen+o)
+	}
 	for k, val := range v.Tags {
-		keys = append(keys, TagIndex(k, val)+v.Order)
+		keys = append(keys, TagIndex(k, val)+o)
+		if open {
+			keys = append(keys, OpenTagIndex(k, val)+o)
+		}
 	}
 	return keys
 }

@@ -1,0 +1,178 @@
+package memstate
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/btree"
+	"github.com/statesidecar/state/backend"
+)
+
+// rec is one stored record, kept compact: times in Unix milliseconds (the
+// precision of the contract) and the value as an immutable string.
+type rec struct {
+	key, value, writer string
+	rev, crev          int64
+	upd, exp           int64 // exp 0: never expires
+}
+
+func (r *rec) live(nowMs int64) bool { return r.exp == 0 || r.exp > nowMs }
+
+// record copies r out, so that callers never share memory with the store.
+func (r *rec) record(keysOnly bool) backend.Record {
+	out := backend.Record{Key: r.key, Writer: r.writer, Revision: r.rev, CreateRevision: r.crev,
+		UpdatedAt: msTime(r.upd)}
+	if r.exp != 0 {
+		out.ExpiresAt = msTime(r.exp)
+	}
+	if r.value != "" && !keysOnly {
+		out.Value = []byte(r.value)
+	}
+	return out
+}
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// item is a record's place in the key order: its key inline, so that a
+// search touches the keys it compares and not the records.
+type item struct {
+	key string
+	r   *rec
+}
+
+// due is a record's place in the order of expiry.
+type due struct {
+	exp int64
+	key string
+}
+
+// space is one namespace: its records by key (point reads and writes cost
+// the same at any size), in key order (listing), by expiry (sweeping), and
+// its history.
+type space struct {
+	byKey  map[string]*rec
+	order  *btree.BTreeG[item]
+	expiry *btree.BTreeG[due]
+	log    eventLog
+}
+
+func newSpace(nextEvent int64) *space {
+	return &space{
+		byKey: map[string]*rec{},
+		order: btree.NewG(32, func(a, b item) bool { return a.key < b.key }),
+		expiry: btree.NewG(32, func(a, b due) bool {
+			return a.exp < b.exp || (a.exp == b.exp && a.key < b.key)
+		}),
+		log: newEventLog(nextEvent),
+	}
+}
+
+// put writes a record as an OpPut or OpAdd of txn at revision rev.
+func (s *space) put(op *backend.Op, rev int64, now time.Time) {
+	nowMs := now.UnixMilli()
+	old := s.byKey[op.Key]
+	isLive := old != nil && old.live(nowMs)
+	value := string(op.Value)
+	if op.Kind == backend.OpAdd {
+		var cur int64
+		if isLive {
+			cur, _ = strconv.ParseInt(old.value, 10, 64)
+		}
+		d, _ := strconv.ParseInt(value, 10, 64)
+		value = strconv.FormatInt(cur+d, 10)
+	}
+	var exp int64
+	if op.TTL > 0 {
+		exp = now.Add(op.TTL).UnixMilli()
+	}
+	if old == nil {
+		r := &rec{key: strings.Clone(op.Key), value: value, writer: op.Writer, rev: rev, crev: rev,
+			upd: op.Time.UnixMilli(), exp: exp}
+		s.byKey[r.key] = r
+		s.order.ReplaceOrInsert(item{r.key, r})
+		if exp != 0 {
+			s.expiry.ReplaceOrInsert(due{exp, r.key})
+		}
+		return
+	}
+	if old.exp != exp {
+		if old.exp != 0 {
+			s.expiry.Delete(due{old.exp, old.key})
+		}
+		if exp != 0 {
+			s.expiry.ReplaceOrInsert(due{exp, old.key})
+		}
+	}
+	if !isLive {
+		old.crev = rev
+	}
+	old.value, old.writer, old.rev, old.upd, old.exp = value, op.Writer, rev, op.Time.UnixMilli(), exp
+}
+
+// del removes the record at key, if any.
+func (s *space) del(key string) {
+	r := s.byKey[key]
+	if r == nil {
+		return
+	}
+	delete(s.byKey, key)
+	s.order.Delete(item{key: key})
+	if r.exp != 0 {
+		s.expiry.Delete(due{r.exp, key})
+	}
+}
+
+// scan calls fn on the records whose keys start with prefix and sort
+// strictly after after (inclusive of prefix itself when after is below
+// it), in key order, until fn returns false.
+func (s *space) scan(prefix, after string, fn func(*rec) bool) {
+	from, skip := prefix, false
+	if after >= prefix && after != "" {
+		from, skip = after, true
+	}
+	s.order.AscendGreaterOrEqual(item{key: from}, func(it item) bool {
+		if skip && it.key == from {
+			return true
+		}
+		if !strings.HasPrefix(it.key, prefix) {
+			return false
+		}
+		return fn(it.r)
+	})
+}
+
+// count counts the records under prefix p that are live at nowMs, or all
+// when nowMs is 0.
+func (s *space) count(p string, nowMs int64) int64 {
+	var n int64
+	s.scan(p, "", func(r *rec) bool {
+		if nowMs == 0 || r.live(nowMs) {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// sweep removes up to limit records expired at cutoff and reports how
+// many it removed and whether more remain.
+func (s *space) sweep(cutoffMs int64, limit int64) (int64, bool) {
+	var dead []string
+	more := false
+	s.expiry.Ascend(func(d due) bool {
+		if d.exp > cutoffMs {
+			return false
+		}
+		if int64(len(dead)) == limit {
+			more = true
+			return false
+		}
+		dead = append(dead, d.key)
+		return true
+	})
+	for _, k := range dead {
+		s.del(k)
+	}
+	return int64(len(dead)), more
+}
