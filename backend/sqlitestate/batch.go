@@ -3,6 +3,7 @@ package sqlitestate
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -23,10 +24,14 @@ const (
 
 // A writeReq is one caller's write, waiting for the batcher.
 type writeReq struct {
-	ctx   context.Context
-	work  func(*wtx) error
-	done  chan error
-	state atomic.Int32
+	ctx  context.Context
+	work func(*wtx) error
+	done chan error
+	// deadline is when the caller stops waiting for another process's lock
+	// (the driver's lock timeout after the call began).
+	deadline time.Time
+	bound    time.Duration
+	state    atomic.Int32
 }
 
 const (
@@ -61,13 +66,25 @@ func (b *batcher) close() {
 }
 
 // do runs work in a write transaction and returns its error, or the
-// transaction's.
+// transaction's. It waits for another process's lock at most the driver's
+// lock timeout.
 func (b *batcher) do(ctx context.Context, work func(*wtx) error) error {
-	r := &writeReq{ctx: ctx, work: work, done: make(chan error, 1)}
+	return b.doWithin(ctx, b.d.lockTimeout, work)
+}
+
+// doWithin is do with a bound of its own on the wait for the lock.
+func (b *batcher) doWithin(ctx context.Context, bound time.Duration, work func(*wtx) error) error {
+	r := &writeReq{ctx: ctx, work: work, done: make(chan error, 1), deadline: time.Now().Add(bound), bound: bound}
+	// While the batcher waits for the lock for earlier writes, this one
+	// waits for the batcher: within the same bound.
+	t := time.NewTimer(bound)
+	defer t.Stop()
 	select {
 	case b.reqs <- r:
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-t.C:
+		return unavailable(bound, errors.New("the writer is still waiting for the database lock"))
 	}
 	select {
 	case err := <-r.done:
@@ -138,10 +155,14 @@ func (b *batcher) run(batch []*writeReq) {
 		// Another process holds the lock: poll for it, for the callers
 		// still willing to wait.
 		keep := live[:0]
+		now := time.Now()
 		for _, r := range live {
-			if r.ctx.Err() != nil {
+			switch {
+			case r.ctx.Err() != nil:
 				r.done <- fmt.Errorf("%w (gave up waiting for the database lock: %v)", r.ctx.Err(), err)
-			} else {
+			case !now.Before(r.deadline):
+				r.done <- unavailable(r.bound, err)
+			default:
 				keep = append(keep, r)
 			}
 		}

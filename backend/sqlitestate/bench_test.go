@@ -6,7 +6,9 @@ package sqlitestate_test
 //
 //	go test -run '^$' -bench . -benchtime 2s ./backend/sqlitestate/
 //
-// Compare each Store benchmark with its Raw twin in the same run.
+// Compare each Store benchmark with its Raw twin in the same run. The
+// VsRaw benchmarks alternate rounds of the two themselves and report the
+// ratio (see BenchmarkClaimVsRaw).
 
 import (
 	"context"
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,7 +42,10 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := state.New(d, &state.Options{SweepInterval: -1})
+	st, err := state.New(d, &state.Options{SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Cleanup(func() { _ = st.Close() })
 	raw, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=full&_txlock=immediate")
 	if err != nil {
@@ -185,6 +191,90 @@ func BenchmarkClaim(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkClaimVsRaw measures a fresh claim (and a lease acquire) against
+// the raw set transaction (an upsert and an audit insert, committed), at 1
+// and 32 goroutines:
+//
+//	go test -run '^$' -bench VsRaw -benchtime 2000x -count 3 ./backend/sqlitestate/
+//
+// It alternates ten rounds of raw transactions and store operations (b.N
+// of each in all), so that both see the same machine load, and reports the
+// store's ns/op, the raw transaction's (raw-ns/op) and the store's cost as
+// a multiple of raw (x-raw-cost). With 32 goroutines the raw engine, one
+// connection, runs one transaction (one fsync) at a time, while the store
+// commits the writes that arrive together in one (group commit).
+func BenchmarkClaimVsRaw(b *testing.B) {
+	for _, g := range []int{1, 32} {
+		for _, bm := range []struct {
+			name  string
+			setup func(b *testing.B, e *benchEnv, n int) func(i int64) error
+		}{
+			{"Claim", func(b *testing.B, e *benchEnv, n int) func(int64) error {
+				ids := make([]string, n)
+				for i := range ids {
+					r, err := e.st.CreateRun(context.Background(), "job", map[string]string{"pipeline": "bench"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					ids[i] = r.ID
+				}
+				return func(i int64) error { _, err := e.st.ClaimRun(context.Background(), ids[i], "agent"); return err }
+			}},
+			{"Acquire", func(b *testing.B, e *benchEnv, n int) func(int64) error {
+				return func(i int64) error {
+					_, err := e.st.TryAcquire(context.Background(), fmt.Sprintf("res-%d", i), "holder", time.Minute)
+					return err
+				}
+			}},
+		} {
+			b.Run(fmt.Sprintf("%s/goroutines=%d", bm.name, g), func(b *testing.B) {
+				e := newBenchEnv(b)
+				store := bm.setup(b, e, b.N)
+				val := []byte(`{"n":1,"text":"some agent state"}`)
+				raw := func(i int64) error { return e.rawSet(fmt.Sprintf("key-%05d", i%benchKeys), val) }
+				b.ResetTimer()
+				var rawT, storeT time.Duration
+				var next, rawNext atomic.Int64
+				var failed atomic.Value
+				const rounds = 10
+				for r := range rounds {
+					n := int64(b.N*(r+1)/rounds - b.N*r/rounds)
+					rawT += runOps(g, n, &rawNext, raw, &failed)
+					storeT += runOps(g, n, &next, store, &failed)
+				}
+				b.StopTimer()
+				if err, _ := failed.Load().(error); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "ns/op")
+				b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
+				b.ReportMetric(float64(storeT)/float64(rawT), "x-raw-cost")
+			})
+		}
+	}
+}
+
+// runOps performs n operations with g goroutines, numbering them from next,
+// and returns how long they took; the first error goes to failed.
+func runOps(g int, n int64, next *atomic.Int64, op func(int64) error, failed *atomic.Value) time.Duration {
+	end := next.Load() + n
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range g {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < end; i = next.Add(1) - 1 {
+				if err := op(i); err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	next.Store(end)
+	return time.Since(start)
 }
 
 func BenchmarkAcquire(b *testing.B) {

@@ -25,7 +25,10 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	st := state.New(d, nil)
+	st, err := state.New(d, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	if _, err := st.Set(ctx, "greeting", "hello"); err != nil {
 		log.Fatal(err)
 	}

@@ -69,8 +69,15 @@ func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.Swee
 		}
 		budget := int64(q.Limit)
 		if q.HistoryMaxAge > 0 {
+			// Events are appended in time order, so the old ones are the
+			// first ids: walk from the oldest and stop at the first young
+			// one, as the Redis driver does, at the cost of the events
+			// removed (there is no index of events by time to keep up).
 			r, err := w.tx.ExecContext(w.ctx, `DELETE FROM state_events WHERE id IN (
-				SELECT id FROM state_events WHERE at < ? ORDER BY at LIMIT ?)`, ms(now.Add(-q.HistoryMaxAge)), budget)
+				SELECT id FROM state_events WHERE id < coalesce(
+					(SELECT min(id) FROM (SELECT id, at FROM state_events ORDER BY id LIMIT ?2) WHERE at >= ?1),
+					(SELECT max(id) + 1 FROM (SELECT id FROM state_events ORDER BY id LIMIT ?2)))
+				ORDER BY id LIMIT ?2)`, ms(now.Add(-q.HistoryMaxAge)), budget)
 			if err != nil {
 				return fmt.Errorf("old events: %w", err)
 			}
@@ -79,41 +86,12 @@ func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.Swee
 			budget -= n
 		}
 		if q.HistoryMaxEvents > 0 && budget > 0 {
-			rows, err := w.tx.QueryContext(w.ctx, `SELECT ns, count(*) FROM state_events GROUP BY ns HAVING count(*) > ?`, q.HistoryMaxEvents)
+			n, err := w.trimAll(q.HistoryMaxEvents, budget)
 			if err != nil {
-				return fmt.Errorf("count events: %w", err)
-			}
-			type over struct {
-				ns string
-				n  int64
-			}
-			var overs []over
-			for rows.Next() {
-				var o over
-				if err := rows.Scan(&o.ns, &o.n); err != nil {
-					rows.Close()
-					return err
-				}
-				overs = append(overs, o)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
 				return err
 			}
-			for _, o := range overs {
-				n := min(o.n-q.HistoryMaxEvents, budget)
-				if n <= 0 {
-					break
-				}
-				r, err := w.tx.ExecContext(w.ctx, `DELETE FROM state_events WHERE id IN (
-					SELECT id FROM state_events WHERE ns = ? ORDER BY id LIMIT ?)`, o.ns, n)
-				if err != nil {
-					return fmt.Errorf("trim events: %w", err)
-				}
-				k, _ := r.RowsAffected()
-				res.Events += k
-				budget -= k
-			}
+			res.Events += n
+			budget -= n
 		}
 		res.More = res.Records == int64(q.Limit) || budget <= 0
 		return nil

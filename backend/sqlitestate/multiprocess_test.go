@@ -25,6 +25,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/statesidecar/state"
 	_ "github.com/statesidecar/state/backend/sqlitestate"
+	"go.uber.org/goleak"
 )
 
 const (
@@ -38,7 +39,16 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(childRoleEnv); role != "" {
 		os.Exit(runChild(role, os.Getenv(childDBEnv)))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		// No goroutine may outlive the tests: not a batcher, a keep-alive
+		// or a sweeper of a store that was closed.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // runChild plays one role in a multi-process test, reporting on stdout one
@@ -114,6 +124,28 @@ func runChild(role, db string) int {
 			})
 		}
 		wg.Wait()
+	case "hold":
+		// Hold the write lock, as a process in a long transaction (or a
+		// stuck one) would, until the parent says stop.
+		raw, err := sql.Open("sqlite", "file:"+db)
+		if err != nil {
+			out.printf("err open: %v", err)
+			return 1
+		}
+		defer raw.Close()
+		conn, err := raw.Conn(ctx)
+		if err != nil {
+			out.printf("err conn: %v", err)
+			return 1
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			out.printf("err begin: %v", err)
+			return 1
+		}
+		out.printf("locked")
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		_, _ = conn.ExecContext(ctx, "ROLLBACK")
+		out.printf("unlocked")
 	default:
 		out.printf("err unknown role %q", role)
 		return 1

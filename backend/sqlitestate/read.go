@@ -3,10 +3,13 @@ package sqlitestate
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/statesidecar/state/backend"
 )
@@ -15,19 +18,10 @@ const recordCols = `value, writer, rev, crev, updated_at, expires_at`
 
 const (
 	sqlGet = `SELECT ` + recordCols + ` FROM state_records WHERE ns = ? AND key = ?`
-
-	sqlListBounded = `SELECT key, ` + recordCols + ` FROM state_records
-		WHERE ns = ?1 AND key > ?2 AND key >= ?3 AND key < ?4 AND (expires_at IS NULL OR expires_at > ?5)
-		ORDER BY key LIMIT ?6`
-	sqlListOpen = `SELECT key, ` + recordCols + ` FROM state_records
-		WHERE ns = ?1 AND key > ?2 AND key >= ?3 AND (expires_at IS NULL OR expires_at > ?5) AND ?4 = ''
-		ORDER BY key LIMIT ?6`
-	sqlKeysBounded = `SELECT key, rev, crev FROM state_records
-		WHERE ns = ?1 AND key > ?2 AND key >= ?3 AND key < ?4 AND (expires_at IS NULL OR expires_at > ?5)
-		ORDER BY key LIMIT ?6`
-	sqlKeysOpen = `SELECT key, rev, crev FROM state_records
-		WHERE ns = ?1 AND key > ?2 AND key >= ?3 AND (expires_at IS NULL OR expires_at > ?5) AND ?4 = ''
-		ORDER BY key LIMIT ?6`
+	// sqlGetMany reads the records of a JSON array of keys in one statement
+	// (one snapshot), a primary-key search per key.
+	sqlGetMany = `SELECT key, ` + recordCols + ` FROM state_records
+		WHERE ns = ?1 AND key IN (SELECT value FROM json_each(?2))`
 
 	sqlCountBounded = `SELECT count(*) FROM state_records
 		WHERE ns = ? AND key >= ? AND key < ? AND (expires_at IS NULL OR expires_at > ?)`
@@ -35,22 +29,53 @@ const (
 		WHERE ns = ? AND key >= ? AND (expires_at IS NULL OR expires_at > ?)`
 	sqlCountEvents = `SELECT count(*) FROM state_events WHERE ns = ?`
 
-	eventCols       = `id, rev, key, op, value, prev, writer, at`
-	sqlHistoryAll   = `SELECT ` + eventCols + ` FROM state_events WHERE ns = ? AND id < ? ORDER BY id DESC LIMIT ?`
-	sqlHistoryByKey = `SELECT ` + eventCols + ` FROM state_events WHERE ns = ? AND key = ? AND id < ? ORDER BY id DESC LIMIT ?`
+	// An event's id is its seq, counted per namespace (schema version 2).
+	eventCols       = `seq, rev, key, op, value, prev, writer, at`
+	sqlHistoryAll   = `SELECT ` + eventCols + ` FROM state_events WHERE ns = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
+	sqlHistoryByKey = `SELECT ` + eventCols + ` FROM state_events WHERE ns = ? AND key = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
 )
+
+// listSQL returns the statement List runs: records (or, keysOnly, their
+// keys and revisions) of namespace ?1 from the lower bound ?2 (exclusive
+// when after, else inclusive) up to the exclusive upper bound ?3 when
+// bounded, live at ?4, at most ?5 of them. The lower bound is one value,
+// the greater of the prefix and the cursor, so that SQLite seeks to it:
+// with two lower bounds its plan uses one and walks from there.
+func listSQL(keysOnly, after, bounded bool) string {
+	cols := `key, ` + recordCols
+	if keysOnly {
+		cols = `key, rev, crev`
+	}
+	lo := `key >= ?2`
+	if after {
+		lo = `key > ?2`
+	}
+	hi := ``
+	if bounded {
+		hi = ` AND key < ?3`
+	}
+	return `SELECT ` + cols + ` FROM state_records WHERE ns = ?1 AND ` + lo + hi +
+		` AND (expires_at IS NULL OR expires_at > ?4) ORDER BY key LIMIT ?5`
+}
 
 // readStmts are the statements prepared on the reading pool.
 type readStmts struct {
-	get, listBounded, listOpen, keysBounded, keysOpen *sql.Stmt
-	countBounded, countOpen, countEvents              *sql.Stmt
-	historyAll, historyByKey                          *sql.Stmt
+	get, getMany *sql.Stmt
+	// list is indexed by listSQL's arguments: keys only, after, bounded.
+	list                                 [2][2][2]*sql.Stmt
+	countBounded, countOpen, countEvents *sql.Stmt
+	historyAll, historyByKey             *sql.Stmt
 }
 
 func (s *readStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.get, s.listBounded, s.listOpen, s.keysBounded, s.keysOpen,
-		s.countBounded, s.countOpen, s.countEvents, s.historyAll, s.historyByKey} {
+	all := []*sql.Stmt{s.get, s.getMany, s.countBounded, s.countOpen, s.countEvents, s.historyAll, s.historyByKey}
+	for _, a := range s.list {
+		for _, b := range a {
+			all = append(all, b[:]...)
+		}
+	}
+	for _, st := range all {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -60,15 +85,25 @@ func (s *readStmts) close() error {
 
 func (d *Driver) prepare(ctx context.Context) error {
 	rs := &d.rs
-	for _, p := range []struct {
+	stmts := []struct {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&rs.get, sqlGet}, {&rs.listBounded, sqlListBounded}, {&rs.listOpen, sqlListOpen},
-		{&rs.keysBounded, sqlKeysBounded}, {&rs.keysOpen, sqlKeysOpen},
+		{&rs.get, sqlGet}, {&rs.getMany, sqlGetMany},
 		{&rs.countBounded, sqlCountBounded}, {&rs.countOpen, sqlCountOpen}, {&rs.countEvents, sqlCountEvents},
 		{&rs.historyAll, sqlHistoryAll}, {&rs.historyByKey, sqlHistoryByKey},
-	} {
+	}
+	for k := range 2 {
+		for a := range 2 {
+			for b := range 2 {
+				stmts = append(stmts, struct {
+					dst **sql.Stmt
+					sql string
+				}{&rs.list[k][a][b], listSQL(k == 1, a == 1, b == 1)})
+			}
+		}
+	}
+	for _, p := range stmts {
 		st, err := d.r.PrepareContext(ctx, p.sql)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", p.sql, err)
@@ -106,7 +141,7 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 	}
 	defer done()
 	r := backend.Record{Key: key}
-	err = retryBusy(ctx, func() error { return scanRecord(d.rs.get.QueryRowContext(ctx, ns, key), &r) })
+	err = d.retryBusy(ctx, func() error { return scanRecord(d.rs.get.QueryRowContext(ctx, ns, key), &r) })
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && !live(&r, nowOr(now))) {
 		return backend.Record{}, backend.ErrNotFound
 	}
@@ -116,8 +151,9 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 	return r, nil
 }
 
-// GetMany implements backend.Driver. It reads in one transaction, so the
-// records are a consistent snapshot.
+// GetMany implements backend.Driver. The records are one consistent
+// snapshot: read by one statement, or for a few keys (or keys that JSON
+// cannot carry) in one transaction.
 func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Record, error) {
 	done, err := d.enter(ctx)
 	if err != nil {
@@ -125,7 +161,11 @@ func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Re
 	}
 	defer done()
 	var out []backend.Record
-	err = retryBusy(ctx, func() error {
+	err = d.retryBusy(ctx, func() error {
+		if keys, ok := jsonKeys(q.Keys); ok {
+			out, err = d.getManyOnce(ctx, q, keys)
+			return err
+		}
 		tx, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return err
@@ -136,6 +176,61 @@ func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Re
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestate: get many: %w", err)
+	}
+	return out, nil
+}
+
+// jsonKeys encodes keys as a JSON array for sqlGetMany, when there are
+// enough of them for one statement to pay and JSON carries each exactly.
+func jsonKeys(keys []string) ([]byte, bool) {
+	if len(keys) < 4 {
+		return nil, false
+	}
+	for _, k := range keys {
+		if !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
+			return nil, false
+		}
+	}
+	b, err := json.Marshal(keys)
+	return b, err == nil
+}
+
+// getManyOnce reads q's keys with sqlGetMany.
+func (d *Driver) getManyOnce(ctx context.Context, q *backend.GetQuery, keys []byte) ([]backend.Record, error) {
+	rows, err := d.rs.getMany.QueryContext(ctx, q.NS, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := make(map[string]backend.Record, len(q.Keys))
+	for rows.Next() {
+		var r backend.Record
+		if err := scanRecord(rows, &r, &r.Key); err != nil {
+			return nil, err
+		}
+		found[r.Key] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	now := nowOr(q.Now)
+	out := make([]backend.Record, len(q.Keys))
+	given := make(map[string]bool, len(q.Keys))
+	for i, k := range q.Keys {
+		r, ok := found[k]
+		switch {
+		case !ok:
+			r = backend.Record{Key: k}
+		case !live(&r, now) && q.IncludeExpired:
+			r.Expired = true
+		case !live(&r, now):
+			r = backend.Record{Key: k}
+		}
+		if given[k] { // a repeated key gets a copy of its own
+			r.Value = append([]byte(nil), r.Value...)
+		}
+		given[k] = true
+		out[i] = r
 	}
 	return out, nil
 }
@@ -169,22 +264,16 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 		return nil, err
 	}
 	defer done()
-	end := prefixEnd(q.Prefix)
-	var st *sql.Stmt
-	switch {
-	case q.KeysOnly && end != "":
-		st = d.rs.keysBounded
-	case q.KeysOnly:
-		st = d.rs.keysOpen
-	case end != "":
-		st = d.rs.listBounded
-	default:
-		st = d.rs.listOpen
+	lo, after := q.Prefix, false
+	if q.After >= q.Prefix && q.After != "" {
+		lo, after = q.After, true
 	}
+	end := prefixEnd(q.Prefix)
+	st := d.rs.list[b2i(q.KeysOnly)][b2i(after)][b2i(end != "")]
 	var out []backend.Record
-	err = retryBusy(ctx, func() error {
+	err = d.retryBusy(ctx, func() error {
 		out = out[:0]
-		rows, err := st.QueryContext(ctx, q.NS, q.After, q.Prefix, end, ms(nowOr(q.Now)), q.Limit)
+		rows, err := st.QueryContext(ctx, q.NS, lo, end, ms(nowOr(q.Now)), q.Limit)
 		if err != nil {
 			return err
 		}
@@ -209,6 +298,13 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 	return out, nil
 }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // Count implements backend.Driver.
 func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Counts, error) {
 	done, err := d.enter(ctx)
@@ -218,7 +314,7 @@ func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Coun
 	defer done()
 	c := backend.Counts{Prefixes: make([]int64, len(q.Prefixes))}
 	now := ms(nowOr(q.Now))
-	err = retryBusy(ctx, func() error {
+	err = d.retryBusy(ctx, func() error {
 		tx, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return err
@@ -255,7 +351,7 @@ func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backen
 		before = math.MaxInt64
 	}
 	var out []backend.Event
-	err = retryBusy(ctx, func() error {
+	err = d.retryBusy(ctx, func() error {
 		out = out[:0]
 		var rows *sql.Rows
 		var err error

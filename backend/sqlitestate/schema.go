@@ -10,7 +10,7 @@ import (
 // migrations bring the schema from version i to i+1. They only ever grow:
 // a released migration is never edited.
 var migrations = [][]string{
-	{ // 1: records, events, the revision counter
+	{ // 1: records, events, the revision counter (shared by every namespace until version 2)
 		`INSERT INTO state_meta (name, value) VALUES ('revision', 0)`,
 		`CREATE TABLE state_records (
 			ns         TEXT    NOT NULL,
@@ -39,19 +39,51 @@ var migrations = [][]string{
 		`CREATE INDEX state_events_key ON state_events (ns, key, id)`,
 		`CREATE INDEX state_events_at ON state_events (at)`,
 	},
+	{ // 2: revisions and event ids per namespace, so that no tenant sees another's write rate
+		`CREATE TABLE state_namespaces (
+			ns    TEXT    PRIMARY KEY,
+			rev   INTEGER NOT NULL, -- the namespace's last revision
+			event INTEGER NOT NULL  -- the namespace's last event id
+		) WITHOUT ROWID`,
+		// A namespace's counters start above everything the shared counters
+		// of version 1 handed out (state_meta 'revision' and this floor stay
+		// as they are from now on), so no revision or event id is reused.
+		`INSERT INTO state_meta (name, value) VALUES ('event_floor',
+			coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'state_events'), 0))`,
+		`INSERT INTO state_namespaces (ns, rev, event)
+			SELECT ns, (SELECT value FROM state_meta WHERE name = 'revision'),
+				(SELECT value FROM state_meta WHERE name = 'event_floor')
+			FROM (SELECT ns FROM state_records UNION SELECT ns FROM state_events)`,
+		`ALTER TABLE state_events ADD COLUMN seq INTEGER NOT NULL DEFAULT 0`, // the event id within its namespace
+		`UPDATE state_events SET seq = id`,
+		`DROP INDEX state_events_ns`,
+		`DROP INDEX state_events_key`,
+		`CREATE INDEX state_events_ns ON state_events (ns, seq)`,
+		`CREATE INDEX state_events_key ON state_events (ns, key, seq)`,
+	},
+	{ // 3: no index of events by time: trimming by age walks them oldest first by id
+		`DROP INDEX IF EXISTS state_events_at`,
+	},
 }
 
 // SchemaVersion is the schema version this package writes.
 var SchemaVersion = len(migrations)
 
 // migrate creates or upgrades the schema in one write transaction, so that
-// processes opening the same new file at once agree.
-func migrate(ctx context.Context, db *sql.DB) error {
+// processes opening the same new file at once agree. Unless besidePython is
+// set, it refuses a Python sidecar's database (see ErrPythonDatabase)
+// before it creates anything.
+func migrate(ctx context.Context, db *sql.DB, besidePython bool) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	if !besidePython {
+		if err := checkPython(ctx, tx); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS state_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID`); err != nil {
 		return fmt.Errorf("create state_meta: %w", err)
 	}

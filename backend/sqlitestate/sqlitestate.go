@@ -4,8 +4,10 @@
 // The database runs in WAL mode so readers never wait for the writer.
 // Writes take the write lock at BEGIN (BEGIN IMMEDIATE), so several
 // processes can share one file safely: a write waits for another process's
-// lock until its context ends rather than failing with "database is
-// locked". Within a process all writes go through one connection, and
+// lock, up to Options.LockTimeout (or its context's end, if sooner), and then
+// fails with an error matching backend.ErrUnavailable (state.ErrUnavailable)
+// rather than with "database is locked" or not at all. Reads never wait for
+// writers (WAL) and are bounded the same way. Within a process all writes go through one connection, and
 // concurrent writes are batched into one transaction (group commit), so many
 // writers share one fsync. A process that has held the write lock
 // continuously for a while pauses briefly, so processes sharing a file under
@@ -16,8 +18,8 @@
 // Its tables are prefixed "state_" so the file can sit beside other tables.
 //
 // It registers the "sqlite" URL scheme: "sqlite:///abs/path/state.db" or
-// "sqlite:relative/state.db", with an optional query parameter synchronous
-// (full or normal).
+// "sqlite:relative/state.db", with optional query parameters synchronous
+// (full or normal) and lock_timeout (a Go duration such as 2s).
 package sqlitestate
 
 import (
@@ -31,8 +33,6 @@ import (
 	"time"
 
 	"github.com/statesidecar/state/backend"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Options configure a Driver. A nil *Options means defaults.
@@ -45,7 +45,35 @@ type Options struct {
 	// Readers is the size of the pool of reading connections. Defaults to
 	// max(4, GOMAXPROCS).
 	Readers int
+	// LockTimeout bounds how long a call waits for a lock another process
+	// holds on the database (a write for the write lock, chiefly) before
+	// failing with an error matching backend.ErrUnavailable. Defaults to
+	// DefaultLockTimeout; it must not be negative.
+	LockTimeout time.Duration
+	// MmapSize is how many bytes of the database file each connection reads
+	// through a memory map rather than read system calls (SQLite's
+	// mmap_size): the operating system's page cache serves every connection
+	// at once, so a point read in a large store costs a few memory accesses.
+	// Defaults to 1 GiB; a negative value turns it off.
+	MmapSize int64
+	// CacheKiB is each connection's page cache in KiB (SQLite's cache_size):
+	// the pages of the write-ahead log and, beyond MmapSize, of the
+	// database. Defaults to 8192 (8 MiB).
+	CacheKiB int
+	// BesidePython lets Open use a file that holds the Python MCP State
+	// Sidecar's tables and none of this store's data, adding the store's
+	// tables beside them (which the Python tables do not affect). Without
+	// it Open refuses such a file with ErrPythonDatabase. The importer sets
+	// it to copy a Python database into the same file.
+	BesidePython bool
 }
+
+// DefaultLockTimeout is the default of Options.LockTimeout.
+const DefaultLockTimeout = 5 * time.Second
+
+// pingLockWait bounds how long Ping waits for the write lock (less when
+// LockTimeout is shorter): a readiness probe must answer quickly.
+const pingLockWait = time.Second
 
 func (o *Options) withDefaults() (Options, error) {
 	var r Options
@@ -62,8 +90,29 @@ func (o *Options) withDefaults() (Options, error) {
 	if r.Readers <= 0 {
 		r.Readers = max(4, runtime.GOMAXPROCS(0))
 	}
+	switch {
+	case r.LockTimeout < 0:
+		return r, fmt.Errorf("sqlitestate: lock timeout must not be negative, got %v", r.LockTimeout)
+	case r.LockTimeout == 0:
+		r.LockTimeout = DefaultLockTimeout
+	}
+	switch {
+	case r.MmapSize == 0:
+		r.MmapSize = DefaultMmapSize
+	case r.MmapSize < 0:
+		r.MmapSize = 0
+	}
+	if r.CacheKiB <= 0 {
+		r.CacheKiB = DefaultCacheKiB
+	}
 	return r, nil
 }
+
+// Defaults of Options.
+const (
+	DefaultMmapSize = 1 << 30
+	DefaultCacheKiB = 8192
+)
 
 // Driver is a backend.Driver over one SQLite file. Create one with Open.
 type Driver struct {
@@ -75,16 +124,23 @@ type Driver struct {
 	batch  *batcher
 	mu     sync.RWMutex // read-held by calls, write-held by Close
 	closed bool
+	// lockTimeout is Options.LockTimeout.
+	lockTimeout time.Duration
 }
 
 var (
 	_ backend.Driver  = (*Driver)(nil)
 	_ backend.Updater = (*Driver)(nil)
 	_ backend.Sweeper = (*Driver)(nil)
+
+	_ backend.HistoryTrimmer = (*Driver)(nil)
+	_ backend.Pinger         = (*Driver)(nil)
 )
 
 // Open opens (creating it if needed) the SQLite database at path and brings
-// its schema up to date.
+// its schema up to date. A file that holds the Python MCP State Sidecar's
+// tables and none of this store's data is refused with an error matching
+// ErrPythonDatabase, unless Options.BesidePython is set.
 func Open(ctx context.Context, path string, opts *Options) (*Driver, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -93,9 +149,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Driver, error) {
 	if path == "" {
 		return nil, errors.New("sqlitestate: empty database path")
 	}
-	d := &Driver{path: path}
+	d := &Driver{path: path, lockTimeout: o.LockTimeout}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
-	common := "_journal_mode=WAL&_synchronous=" + o.Synchronous
+	common := fmt.Sprintf("_journal_mode=WAL&_synchronous=%s&_pragma=mmap_size(%d)&_pragma=cache_size(-%d)",
+		o.Synchronous, o.MmapSize, o.CacheKiB)
 	// The writer polls for the write lock itself (see batcher) rather than in
 	// SQLite's busy handler, whose sleeps grow to 100ms and starve it while
 	// another process writes continuously.
@@ -106,11 +163,12 @@ func Open(ctx context.Context, path string, opts *Options) (*Driver, error) {
 	d.w.SetMaxIdleConns(1)
 	d.w.SetConnMaxIdleTime(0)
 	d.w.SetConnMaxLifetime(0)
-	if err := retryBusy(ctx, func() error { return migrate(ctx, d.w) }); err != nil {
+	if err := d.retryBusy(ctx, func() error { return migrate(ctx, d.w, o.BesidePython) }); err != nil {
 		d.w.Close()
 		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, err)
 	}
-	if d.r, err = sql.Open("sqlite", base+"?_busy_timeout=5000&"+common+"&_query_only=1"); err != nil {
+	busy := fmt.Sprintf("_busy_timeout=%d&", max(o.LockTimeout.Milliseconds(), 1))
+	if d.r, err = sql.Open("sqlite", base+"?"+busy+common+"&_query_only=1"); err != nil {
 		d.w.Close()
 		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, err)
 	}
@@ -154,42 +212,6 @@ func (d *Driver) Close() error {
 	d.closed = true
 	d.batch.close()
 	return errors.Join(d.rs.close(), d.ws.close(), d.r.Close(), d.w.Close())
-}
-
-// isBusy reports whether err is SQLite's "database is locked" or "table is
-// locked", which mean: try again.
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Code() & 0xff {
-	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-		return true
-	}
-	return false
-}
-
-// retryBusy runs f until it returns something other than a busy error or
-// ctx ends, backing off between attempts. The busy timeout already waits
-// inside SQLite; this covers the cases where SQLite gives up early (a lock
-// upgrade that would deadlock, or a wait longer than the timeout).
-func retryBusy(ctx context.Context, f func() error) error {
-	wait := time.Millisecond
-	for {
-		err := f()
-		if !isBusy(err) {
-			return err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w (gave up waiting for the database lock: %v)", ctx.Err(), err)
-		case <-t.C:
-		}
-		wait = min(2*wait, 50*time.Millisecond)
-	}
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }

@@ -39,7 +39,10 @@ func TestFileDoesNotGrowWithDeadKeys(t *testing.T) {
 	d, err := sqlitestate.Open(ctx, path, nil)
 	is.NoErr(err)
 	clk := statetest.NewClock()
-	st := state.New(d, &state.Options{Clock: clk, SweepInterval: -1, HistoryMaxEvents: 100})
+	st, err := state.New(d, &state.Options{Clock: clk, SweepInterval: -1, HistoryMaxEvents: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer st.Close()
 
 	var after []int64

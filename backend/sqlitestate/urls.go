@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend"
@@ -15,8 +17,10 @@ const Scheme = "sqlite"
 func init() { state.Register(Scheme, new(URLOpener)) }
 
 // URLOpener opens "sqlite:///abs/path.db" and "sqlite:rel/path.db" URLs.
-// The query parameter synchronous (full or normal) sets Options.Synchronous;
-// others are rejected.
+// The query parameters synchronous (full or normal), lock_timeout (a Go
+// duration such as 2s), mmap_size (bytes), cache_kib and beside_python
+// (true or false) set the Options of the same names (LockTimeout for
+// lock_timeout, BesidePython for beside_python); others are rejected.
 type URLOpener struct{}
 
 var _ state.URLOpener = URLOpener{}
@@ -36,8 +40,30 @@ func (URLOpener) OpenDriverURL(ctx context.Context, u *url.URL) (backend.Driver,
 		switch k {
 		case "synchronous":
 			o.Synchronous = v
+		case "lock_timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("sqlitestate: URL parameter lock_timeout=%q must be a positive Go duration such as 2s", v)
+			}
+			o.LockTimeout = d
+		case "mmap_size", "cache_kib":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("sqlitestate: URL parameter %s must be an integer, got %q", k, v)
+			}
+			if k == "mmap_size" {
+				o.MmapSize = n
+			} else {
+				o.CacheKiB = int(n)
+			}
+		case "beside_python":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("sqlitestate: URL parameter beside_python must be true or false, got %q", v)
+			}
+			o.BesidePython = b
 		default:
-			return nil, fmt.Errorf("sqlitestate: unknown URL parameter %q (known: synchronous)", k)
+			return nil, fmt.Errorf("sqlitestate: unknown URL parameter %q (known: synchronous, lock_timeout, mmap_size, cache_kib, beside_python)", k)
 		}
 	}
 	return Open(ctx, path, &o)

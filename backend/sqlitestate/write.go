@@ -12,15 +12,32 @@ import (
 
 const (
 	sqlCondRev = `SELECT rev FROM state_records WHERE ns = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`
-	sqlBumpRev = `UPDATE state_meta SET value = value + 1 WHERE name = 'revision' RETURNING value`
-	sqlEvent   = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// sqlBumpRev takes the namespace's next revision and ?2 event ids,
+	// starting a new namespace's counters above the floors (schema.go).
+	sqlBumpRev = `INSERT INTO state_namespaces (ns, rev, event) VALUES (?1,
+			(SELECT value FROM state_meta WHERE name = 'revision') + 1,
+			(SELECT value FROM state_meta WHERE name = 'event_floor') + ?2)
+		ON CONFLICT (ns) DO UPDATE SET rev = rev + 1, event = event + ?2
+		RETURNING rev, event`
+	sqlEvent = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// sqlEventPrev captures the live value of a record as the event's prev.
-	sqlEventPrev = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at) VALUES (?1, ?2, ?3, ?4, ?5,
-		(SELECT value FROM state_records WHERE ns = ?1 AND key = ?6 AND (expires_at IS NULL OR expires_at > ?8)), ?7, ?8)`
+	sqlEventPrev = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at, seq) VALUES (?1, ?2, ?3, ?4, ?5,
+		(SELECT value FROM state_records WHERE ns = ?1 AND key = ?6 AND (expires_at IS NULL OR expires_at > ?8)), ?7, ?8, ?9)`
 	// sqlPut keeps crev while the record is live and starts it anew otherwise.
 	sqlPut = `INSERT INTO state_records (ns, key, value, writer, rev, crev, updated_at, expires_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)
 		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, writer = excluded.writer, rev = excluded.rev,
+			crev = CASE WHEN state_records.expires_at IS NOT NULL AND state_records.expires_at <= ?8
+				THEN excluded.crev ELSE state_records.crev END,
+			updated_at = excluded.updated_at, expires_at = excluded.expires_at`
+	// sqlAdd is sqlPut for backend.OpAdd: the stored decimal integer (0
+	// when expired) plus ?3.
+	sqlAdd = `INSERT INTO state_records (ns, key, value, writer, rev, crev, updated_at, expires_at)
+		VALUES (?1, ?2, CAST(CAST(?3 AS INTEGER) AS BLOB), ?4, ?5, ?5, ?6, ?7)
+		ON CONFLICT (ns, key) DO UPDATE SET
+			value = CAST(CASE WHEN state_records.expires_at IS NOT NULL AND state_records.expires_at <= ?8
+				THEN 0 ELSE CAST(state_records.value AS INTEGER) END + CAST(?3 AS INTEGER) AS BLOB),
+			writer = excluded.writer, rev = excluded.rev,
 			crev = CASE WHEN state_records.expires_at IS NOT NULL AND state_records.expires_at <= ?8
 				THEN excluded.crev ELSE state_records.crev END,
 			updated_at = excluded.updated_at, expires_at = excluded.expires_at`
@@ -29,7 +46,7 @@ const (
 
 // writeStmts are the statements prepared on the writing connection.
 type writeStmts struct {
-	get, condRev, bumpRev, event, eventPrev, put, del *sql.Stmt
+	get, condRev, bumpRev, event, eventPrev, put, add, del *sql.Stmt
 }
 
 func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -38,7 +55,7 @@ func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		sql string
 	}{
 		{&s.get, sqlGet}, {&s.condRev, sqlCondRev}, {&s.bumpRev, sqlBumpRev}, {&s.event, sqlEvent},
-		{&s.eventPrev, sqlEventPrev}, {&s.put, sqlPut}, {&s.del, sqlDelete},
+		{&s.eventPrev, sqlEventPrev}, {&s.put, sqlPut}, {&s.add, sqlAdd}, {&s.del, sqlDelete},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -51,7 +68,7 @@ func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 
 func (s *writeStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.get, s.condRev, s.bumpRev, s.event, s.eventPrev, s.put, s.del} {
+	for _, st := range []*sql.Stmt{s.get, s.condRev, s.bumpRev, s.event, s.eventPrev, s.put, s.add, s.del} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -98,19 +115,22 @@ func (w *wtx) apply(ns string, txn *backend.Txn, now time.Time) (backend.Result,
 	if len(txn.Then) == 0 && len(txn.Events) == 0 {
 		return res, nil
 	}
-	if err := w.stmt(w.s.bumpRev).QueryRowContext(w.ctx).Scan(&res.Revision); err != nil {
+	var lastEvent int64
+	if err := w.stmt(w.s.bumpRev).QueryRowContext(w.ctx, ns, len(txn.Events)).Scan(&res.Revision, &lastEvent); err != nil {
 		return backend.Result{}, fmt.Errorf("next revision: %w", err)
 	}
+	id := lastEvent - int64(len(txn.Events))
 	for _, e := range txn.Events {
+		id++
 		at := nowMs
 		if !e.Time.IsZero() {
 			at = ms(e.Time)
 		}
 		var err error
 		if e.PrevOf != "" {
-			_, err = w.stmt(w.s.eventPrev).ExecContext(w.ctx, ns, res.Revision, e.Key, e.Op, nullable(e.Value), e.PrevOf, e.Writer, at)
+			_, err = w.stmt(w.s.eventPrev).ExecContext(w.ctx, ns, res.Revision, e.Key, e.Op, nullable(e.Value), e.PrevOf, e.Writer, at, id)
 		} else {
-			_, err = w.stmt(w.s.event).ExecContext(w.ctx, ns, res.Revision, e.Key, e.Op, nullable(e.Value), nullable(e.Prev), e.Writer, at)
+			_, err = w.stmt(w.s.event).ExecContext(w.ctx, ns, res.Revision, e.Key, e.Op, nullable(e.Value), nullable(e.Prev), e.Writer, at, id)
 		}
 		if err != nil {
 			return backend.Result{}, fmt.Errorf("append event: %w", err)
@@ -119,7 +139,7 @@ func (w *wtx) apply(ns string, txn *backend.Txn, now time.Time) (backend.Result,
 	for _, op := range txn.Then {
 		var err error
 		switch op.Kind {
-		case backend.OpPut:
+		case backend.OpPut, backend.OpAdd:
 			var exp any
 			if op.TTL > 0 {
 				exp = ms(now.Add(op.TTL))
@@ -128,7 +148,11 @@ func (w *wtx) apply(ns string, txn *backend.Txn, now time.Time) (backend.Result,
 			if val == nil {
 				val = []byte{}
 			}
-			_, err = w.stmt(w.s.put).ExecContext(w.ctx, ns, op.Key, val, op.Writer, res.Revision, ms(op.Time), exp, nowMs)
+			st := w.s.put
+			if op.Kind == backend.OpAdd {
+				st = w.s.add
+			}
+			_, err = w.stmt(st).ExecContext(w.ctx, ns, op.Key, val, op.Writer, res.Revision, ms(op.Time), exp, nowMs)
 		case backend.OpDelete:
 			_, err = w.stmt(w.s.del).ExecContext(w.ctx, ns, op.Key)
 		default:
