@@ -123,9 +123,13 @@ func newBenchEnv(b *testing.B, u string) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &benchEnv{d: d, st: state.New(d, &state.Options{SweepInterval: -1})}
+	st, err := state.New(d, &state.Options{SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &benchEnv{d: d, st: st}
 	b.Cleanup(func() {
-		if err := redistest.Purge(context.Background(), d.Client(), d.Prefix()); err != nil {
+		if err := redistest.PurgeScan(context.Background(), d.Client(), d.Prefix()); err != nil { // raw keys too
 			b.Error(err)
 		}
 		_ = e.st.Close()

@@ -9,9 +9,10 @@ import (
 	"github.com/statesidecar/state/internal/layout"
 )
 
-// ClaimRun implements backend.Claimer: one script that reads the run and its
-// claim, decides as state.Store.ClaimRun does, and writes the run, its claim,
-// its status index entry and the history event (lua/claim.lua).
+// ClaimRun implements backend.Claimer: one script that reads the run (which
+// holds its claim), decides as state.Store.ClaimRun does, and writes the
+// run, the counter of claimed runs when the status changes and the history
+// event (lua/claim.lua).
 func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.ClaimResult, error) {
 	if err := d.enter(ctx); err != nil {
 		return backend.ClaimResult{}, err
@@ -24,12 +25,12 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 		return backend.ClaimResult{}, fmt.Errorf("redisstate: claim: %w", err)
 	}
 	v, err := claimScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), q.RunID, q.AgentID,
-		ttlMs(q.TTL), layout.Run(q.RunID), layout.Claim(q.RunID), layout.IndexStatus, agent).Result()
+		ttlMs(q.TTL), layout.Run(q.RunID), agent, layout.StatusCount(layout.Claimed)).Result()
 	if err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
 	s, err := asSlice(v)
-	if err != nil || (len(s) != 3 && len(s) != 5) {
+	if err != nil || (len(s) != 3 && len(s) != 4) {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
 	}
 	outcome, _ := asInt(s[0])
@@ -43,9 +44,6 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 		return res, nil
 	}
 	if res.Run, err = toRecord(layout.Run(q.RunID), s[3], nowMs); err != nil {
-		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
-	}
-	if res.Claim, err = toRecord(layout.Claim(q.RunID), s[4], nowMs); err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
 	return res, nil

@@ -29,10 +29,15 @@ func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, 
 		args = append(args, c.Key, c.Revision)
 	}
 	for _, op := range txn.Then {
-		kind := "p"
-		if op.Kind == backend.OpDelete {
+		var kind string
+		switch op.Kind {
+		case backend.OpPut:
+			kind = "p"
+		case backend.OpDelete:
 			kind = "d"
-		} else if op.Kind != backend.OpPut {
+		case backend.OpAdd:
+			kind = "a"
+		default:
 			return backend.Result{}, fmt.Errorf("redisstate: commit: unknown op kind %d", op.Kind)
 		}
 		args = append(args, kind, op.Key, op.Value, op.Writer, ttlMs(op.TTL), layout.Ms(op.Time))

@@ -75,9 +75,15 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	a := state.New(agents, nil)
+	a, err := state.New(agents, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer a.Close()
-	j := state.New(jobs, nil)
+	j, err := state.New(jobs, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer j.Close()
 	if _, err := a.TryAcquire(ctx, "leader", "sidecar-1", 15*time.Second); err != nil {
 		log.Fatal(err)

@@ -24,7 +24,10 @@ func TestOutageFailsPromptlyAndRecovers(t *testing.T) {
 	srv := redistest.Start(t)
 	d, err := redisstate.Open(ctx, srv.URL())
 	is.NoErr(err)
-	st := state.New(d, &state.Options{SweepInterval: -1}) // Redis's clock, as in production
+	st, err := state.New(d, &state.Options{SweepInterval: -1}) // Redis's clock, as in production
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer st.Close()
 	run := seed(t, st)
 

@@ -29,6 +29,7 @@ func TestNativePathsWriteWhatThePortableCodeWrites(t *testing.T) {
 
 func testNativePaths(t *testing.T, rdb redis.UniversalClient) {
 	d := newDriver(t, rdb)
+	seedRevisions(t, d, "native", "portable")
 	native := dump(t, d, d, "native")
 	portable := dump(t, d, backendtest.HideOptional(d), "portable")
 	if len(native) != len(portable) {
@@ -49,7 +50,10 @@ func dump(t *testing.T, d, via backend.Driver, ns string) []string {
 	t.Helper()
 	ctx := context.Background()
 	clk := statetest.NewClock()
-	st := state.New(via, &state.Options{Clock: clk, SweepInterval: -1, Namespace: ns})
+	st, err := state.New(via, &state.Options{Clock: clk, SweepInterval: -1, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -37,9 +37,18 @@
 // Revisions (versions, fences) and event ids count per namespace: a global
 // counter would put every namespace in one slot. The revision counter and
 // the count of events ever removed (which event ids start after) never
-// expire and survive Reset, so neither fences nor ids go backwards, as long
-// as Redis keeps its data: run it with persistence (AOF) when fences must
-// survive a Redis restart.
+// expire and survive Reset. A fresh revision counter, that of a new
+// namespace or one Redis lost (a restart without persistence, an eviction),
+// starts from Redis's clock in microseconds rather than from zero, so fences
+// and versions stay above every one handed out before the loss, provided
+// Redis's clock does not step back and the namespace averaged under one
+// write per microsecond. A partial loss that restores an older counter (an
+// RDB snapshot, the last second of an AOF with appendfsync everysec, a
+// failover to a lagging replica) can still hand out the revisions of the lost
+// writes again: where fences must hold across crashes, run Redis with
+// appendonly yes and appendfsync always, and maxmemory-policy noeviction.
+// CheckConfig (which package state calls when a store starts, logging what
+// it finds) warns when Redis persists nothing or may evict keys.
 //
 // Expiry is data compared against the clock, not Redis TTLs: expired
 // records are invisible at once and physically removed by Sweep, which the
@@ -105,6 +114,8 @@ var (
 	_ backend.Leaser      = (*Driver)(nil)
 	_ backend.Sweeper     = (*Driver)(nil)
 	_ backend.ServerClock = (*Driver)(nil)
+
+	_ backend.HistoryTrimmer = (*Driver)(nil)
 )
 
 // New returns a driver over rdb, which may be a *redis.Client, a

@@ -2,6 +2,7 @@ package redisstate_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/statesidecar/state/backend/backendtest"
 	"github.com/statesidecar/state/backend/redisstate"
 	"github.com/statesidecar/state/internal/redistest"
+	"go.uber.org/goleak"
 )
 
 var ctx = context.Background()
@@ -28,6 +30,14 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared.d != nil {
 		_ = shared.d.Close()
+	}
+	if code == 0 {
+		// No goroutine may outlive the tests (the shared client is closed
+		// above, so its pool's goroutines end too).
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

@@ -31,7 +31,10 @@ func replicas(t *testing.T, url string, n int) ([]*state.Store, []*redisstate.Dr
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := state.New(d, &state.Options{Clock: clk, SweepInterval: -1, Namespace: "replicas"})
+		st, err := state.New(d, &state.Options{Clock: clk, SweepInterval: -1, Namespace: "replicas"})
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(func() { _ = st.Close() })
 		sts, ds = append(sts, st), append(ds, d)
 	}

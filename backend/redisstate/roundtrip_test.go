@@ -94,7 +94,10 @@ func TestEveryFastOperationIsOneRoundTrip(t *testing.T) {
 			if mode == "InjectedClock" {
 				opts.Clock = statetest.NewClock()
 			}
-			st := state.New(d, opts)
+			st, err := state.New(d, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer st.Close()
 			// The first write of a process to a namespace also registers the
 			// namespace for sweeping (one SADD, once).

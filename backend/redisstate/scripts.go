@@ -42,6 +42,8 @@ var (
 	resetLua string
 	//go:embed lua/sweep.lua
 	sweepLua string
+	//go:embed lua/trim.lua
+	trimLua string
 	//go:embed lua/claim.lua
 	claimLua string
 	//go:embed lua/lease.lua
@@ -56,11 +58,12 @@ var (
 	historyScript = redis.NewScript(baseLua + historyLua)
 	resetScript   = redis.NewScript(baseLua + evLua + resetLua)
 	sweepScript   = redis.NewScript(baseLua + evLua + sweepLua)
+	trimScript    = redis.NewScript(baseLua + evLua + trimLua)
 	claimScript   = redis.NewScript(claimLua)
 	leaseScript   = redis.NewScript(leaseLua)
 
 	allScripts = []*redis.Script{getScript, setScript, commitScript, getManyScript, listScript, countScript,
-		historyScript, resetScript, sweepScript, claimScript, leaseScript}
+		historyScript, resetScript, sweepScript, trimScript, claimScript, leaseScript}
 )
 
 // recHeader is the length of a packed record's header (lua/rec.lua): the

@@ -37,8 +37,14 @@ func TestReplicasWithoutClockAgreeOnExpiry(t *testing.T) {
 	is := is.New(t)
 	rdb := sharedClient(t)
 	d := newDriver(t, rdb)
-	a := state.New(d, &state.Options{SweepInterval: -1})
-	b := state.New(newDriverWithPrefix(t, rdb, d.Prefix()), &state.Options{SweepInterval: -1})
+	a, err := state.New(d, &state.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := state.New(newDriverWithPrefix(t, rdb, d.Prefix()), &state.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer a.Close()
 	defer b.Close()
 	l, err := a.TryAcquire(ctx, "r", "A", 300*time.Millisecond)

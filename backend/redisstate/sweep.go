@@ -65,3 +65,22 @@ func (d *Driver) sweepNS(ctx context.Context, ns string, q *backend.SweepQuery, 
 	res.More = res.More || more == 1
 	return nil
 }
+
+// TrimHistory implements backend.HistoryTrimmer: one script removes the
+// oldest events of q.NS beyond q.Keep, at most q.Limit of them.
+func (d *Driver) TrimHistory(ctx context.Context, q *backend.TrimQuery) (backend.TrimResult, error) {
+	if err := d.enter(ctx); err != nil {
+		return backend.TrimResult{}, err
+	}
+	v, err := trimScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, q.Keep, q.Limit).Result()
+	if err != nil {
+		return backend.TrimResult{}, d.fail(ctx, "trim history", err)
+	}
+	s, err := asSlice(v)
+	if err != nil || len(s) != 2 {
+		return backend.TrimResult{}, d.fail(ctx, "trim history", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+	}
+	n, _ := asInt(s[0])
+	more, _ := asInt(s[1])
+	return backend.TrimResult{Events: n, More: more == 1}, nil
+}

@@ -12,7 +12,8 @@
 --                   length), then the writer, then the value (rec.lua)
 --   <base>:idx      ZSET of every record key, score 0 (lex order: List, Count)
 --   <base>:exp      ZSET of the record keys that have an expiry, by expiry ms
---   <base>:rev      revision counter; never expires, never reset
+--   <base>:rev      revision counter; never expires, never reset; a fresh
+--                   one starts from Redis's clock in microseconds
 --   <base>:ev       LIST of the packed events, oldest first (ev.lua)
 --   <base>:off      how many events were ever removed from the head of
 --                   <base>:ev (absent: 0); never decreases

@@ -3,7 +3,7 @@
 --
 -- ARGV: now ('' for Redis's clock), #conds, #ops, #events, then
 --   per cond:  key, revision
---   per op:    kind ('p' put, 'd' delete), key, value, writer, ttl ms, time ms
+--   per op:    kind ('p' put, 'd' delete, 'a' add), key, value, writer, ttl ms, time ms
 --   per event: key, op, value, prev, prevof, writer, time ms ('' for now)
 -- Reply: {committed 0|1, revision, failed index, current revision, now}.
 local now = clock(ARGV[1])
@@ -29,6 +29,14 @@ for i = 0, nc - 1 do
 end
 if no == 0 and ne == 0 then return {1, 0, -1, 0, now} end
 local rev = redis.call('INCR', B .. ':rev')
+-- A fresh revision counter (a new namespace, or one Redis lost) starts
+-- from Redis's clock in microseconds, above every revision handed out
+-- before (see redisstate.go).
+if rev == 1 then
+  local t = redis.call('TIME')
+  rev = t[1] * 1000000 + t[2]
+  redis.call('SET', B .. ':rev', I(rev))
+end
 local oa = a
 a = a + 6 * no
 -- Events are packed first: their previous values are read before any op
@@ -50,6 +58,12 @@ for _ = 1, no do
   local k = ARGV[a + 1]
   if ARGV[a] == 'p' then
     seen[k] = put(k, ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), rev, now, read(k))
+  elseif ARGV[a] == 'a' then
+    -- A counter: the live record's decimal integer (else 0) plus the value.
+    local s, n = read(k), 0
+    if lrev(s, now) ~= 0 then n = tonumber(string.sub(s, RHL + 1 + struct.unpack('<i4', s, 33))) or 0 end
+    n = n + (tonumber(ARGV[a + 2]) or 0)
+    seen[k] = put(k, I(n), ARGV[a + 3], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), rev, now, s)
   else
     del(k)
     seen[k] = false

@@ -36,7 +36,16 @@ local mine = isLive and w == holder
 -- Release and renew need the caller's live lease; acquire needs a free one.
 if not mine and (act ~= '1' or isLive) then return {0, now, 0, isLive and r} end
 
-local rev = (tonumber(m[2]) or 0) + 1
+-- A fresh revision counter (a new namespace, or one Redis lost) starts
+-- from Redis's clock in microseconds, above every revision handed out
+-- before (see redisstate.go).
+local rev = tonumber(m[2])
+if rev then
+  rev = rev + 1
+else
+  local t = redis.call('TIME')
+  rev = t[1] * 1000000 + t[2]
+end
 local prev, op, takeover, value = '', 'lease.release', 0, ''
 if isLive or (r and w ~= holder) then -- the lease as it was, live or taken over
   local hj = ARGV[7]

@@ -28,6 +28,14 @@ if old then
 end
 if ARGV[7] ~= '' and cur ~= tonumber(ARGV[7]) then return {cur, now} end
 local rev = redis.call('INCR', B .. ':rev')
+-- A fresh revision counter (a new namespace, or one Redis lost) starts
+-- from Redis's clock in microseconds, above every revision handed out
+-- before (see redisstate.go).
+if rev == 1 then
+  local t = redis.call('TIME')
+  rev = t[1] * 1000000 + t[2]
+  redis.call('SET', B .. ':rev', string.format('%d', rev))
+end
 if cur == 0 then c = rev end
 local x = 0
 if ttl > 0 then
