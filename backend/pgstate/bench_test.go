@@ -1,0 +1,185 @@
+package pgstate_test
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/backend/pgstate"
+	"github.com/statesidecar/state/internal/pgtest"
+)
+
+// BenchmarkVsRaw measures the store's fast operations against raw pgx on
+// the same server and pool, at 1 and 32 goroutines:
+//
+//	STATE_TEST_POSTGRES_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
+//	  go test -run '^$' -bench VsRaw -benchtime 2000x ./backend/pgstate/
+//
+// The raw baselines are a prepared point SELECT of a small value (for Get)
+// and, for the writes, an INSERT ... ON CONFLICT DO UPDATE of the value plus
+// an INSERT of a history row, sent as one pgx batch: one round trip, one
+// implicit transaction; on 1000 keys for Set, Claim (whose runs exist) and
+// their raw upserts, on a new key each time for Acquire (of a new
+// resource) and its raw upsert. Each benchmark alternates ten rounds of raw and
+// store operations (b.N of each in all), so that both see the same machine
+// load, and reports the store's ns/op, the raw one's (raw-ns/op) and the
+// store's throughput as a fraction of raw (x-raw). The store runs as in
+// production: no injected clock, so every statement reads the database's.
+// Claim (package state's portable claim, two round trips through Update)
+// is measured for the record: the native claim is to come.
+func BenchmarkVsRaw(b *testing.B) {
+	u := pgtest.URL(b)
+	for _, g := range []int{1, 32} {
+		for _, bm := range []struct {
+			name, raw string
+			setup     func(b *testing.B, e *benchEnv) func(i int64) error
+		}{
+			{"Get", "select", func(b *testing.B, e *benchEnv) func(int64) error {
+				if _, err := e.st.Set(ctx, "k", map[string]int{"n": 1}); err != nil {
+					b.Fatal(err)
+				}
+				return func(int64) error { _, err := e.st.Get(ctx, "k"); return err }
+			}},
+			{"Set", "upsert", func(b *testing.B, e *benchEnv) func(int64) error {
+				return func(i int64) error {
+					_, err := e.st.Set(ctx, "k"+strconv.FormatInt(i%1000, 10), map[string]int{"n": 1})
+					return err
+				}
+			}},
+			{"Acquire", "upsert-new", func(b *testing.B, e *benchEnv) func(int64) error {
+				return func(i int64) error {
+					_, err := e.st.TryAcquire(ctx, "res-"+strconv.FormatInt(i, 10), "holder", time.Minute)
+					return err
+				}
+			}},
+			{"Claim", "upsert", func(b *testing.B, e *benchEnv) func(int64) error {
+				ids := e.createRuns(b, b.N)
+				return func(i int64) error { _, err := e.st.ClaimRun(ctx, ids[i], "agent"); return err }
+			}},
+		} {
+			b.Run(bm.name+"/goroutines="+strconv.Itoa(g), func(b *testing.B) {
+				e := newBenchEnv(b, u)
+				store := bm.setup(b, e)
+				raw := e.rawOp(b, bm.raw)
+				b.ReportAllocs()
+				b.ResetTimer()
+				var rawT, storeT time.Duration
+				const rounds = 10
+				var next, rawNext atomic.Int64
+				for r := range rounds {
+					n := int64(b.N*(r+1)/rounds - b.N*r/rounds)
+					rawT += run(g, n, &rawNext, raw, e)
+					storeT += run(g, n, &next, store, e)
+				}
+				b.StopTimer()
+				if err, _ := e.err.Load().(error); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "ns/op")
+				b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
+				b.ReportMetric(float64(rawT)/float64(storeT), "x-raw")
+			})
+		}
+	}
+}
+
+// run performs n operations with g goroutines, numbering them from next,
+// and returns how long they took.
+func run(g int, n int64, next *atomic.Int64, op func(int64) error, e *benchEnv) time.Duration {
+	end := next.Load() + n
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range g {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < end; i = next.Add(1) - 1 {
+				if err := op(i); err != nil {
+					e.err.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	next.Store(end)
+	return time.Since(start)
+}
+
+// benchEnv is a store over a pool of its own, large enough for 32
+// goroutines, in a schema of its own dropped afterwards; the raw baselines
+// use the same pool, in tables of that schema.
+type benchEnv struct {
+	d   *pgstate.Driver
+	st  *state.Store
+	err atomic.Value
+}
+
+func newBenchEnv(b *testing.B, u string) *benchEnv {
+	b.Helper()
+	schema := pgtest.Schema(b, u)
+	d, err := pgstate.Open(ctx, pgtest.WithParams(b, u, "pool_max_conns=32", "pool_min_conns=32"), &pgstate.Options{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := state.New(d, &state.Options{SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &benchEnv{d: d, st: st}
+	b.Cleanup(func() { _ = e.st.Close() })
+	s := pgx.Identifier{schema}.Sanitize()
+	if _, err := d.Pool().Exec(ctx, `CREATE TABLE `+s+`.raw_kv (k text PRIMARY KEY, v bytea NOT NULL);
+		CREATE TABLE `+s+`.raw_history (id bigserial PRIMARY KEY, k text NOT NULL, v bytea, at bigint NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// rawOp returns a raw pgx point SELECT ("select") or an upsert with its
+// history row in one batch, of a small JSON value, on 1000 keys ("upsert")
+// or a new key each time ("upsert-new").
+func (e *benchEnv) rawOp(b *testing.B, kind string) func(int64) error {
+	pool, s := e.d.Pool(), pgx.Identifier{e.d.Schema()}.Sanitize()
+	val := []byte(`{"n":1}`)
+	upsert := `INSERT INTO ` + s + `.raw_kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v`
+	history := `INSERT INTO ` + s + `.raw_history (k, v, at) VALUES ($1, $2, $3)`
+	if kind == "select" {
+		if _, err := pool.Exec(ctx, upsert, "k", val); err != nil {
+			b.Fatal(err)
+		}
+		sel := `SELECT v FROM ` + s + `.raw_kv WHERE k = $1`
+		return func(int64) error {
+			var v []byte
+			return pool.QueryRow(ctx, sel, "k").Scan(&v)
+		}
+	}
+	return func(i int64) error {
+		k := "k" + strconv.FormatInt(i%1000, 10)
+		if kind == "upsert-new" {
+			k = "res-" + strconv.FormatInt(i, 10)
+		}
+		batch := &pgx.Batch{}
+		batch.Queue(upsert, k, val)
+		batch.Queue(history, k, val, time.Now().UnixMilli())
+		return pool.SendBatch(ctx, batch).Close()
+	}
+}
+
+// createRuns creates n runs to claim, 32 at a time.
+func (e *benchEnv) createRuns(b *testing.B, n int) []string {
+	b.Helper()
+	ids := make([]string, n)
+	var next atomic.Int64
+	run(32, int64(n), &next, func(i int64) error {
+		r, err := e.st.CreateRun(ctx, "job", nil)
+		ids[i] = r.ID
+		return err
+	}, e)
+	if err, _ := e.err.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return ids
+}

@@ -1,0 +1,295 @@
+package pgstate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/statesidecar/state/backend"
+)
+
+// maxKeyLocks bounds the advisory locks one write takes, one per key: a
+// write touching more keys (a large batch) takes its namespace's lock
+// exclusively instead, so that no write can exhaust the server's lock table
+// (max_locks_per_transaction).
+const maxKeyLocks = 64
+
+// Commit implements backend.Driver: one call of the commit function (see
+// migrations/001_init.sql), so one round trip in one transaction.
+func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
+	err := d.enter(ctx)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	if isSet(txn) {
+		return d.set(ctx, txn)
+	}
+	args, err := d.commitArgs(txn, nowArg(txn.Now), false)
+	if err != nil {
+		return backend.Result{}, fmt.Errorf("pgstate: commit: %w", err)
+	}
+	res, err := scanCommit(d.pool.QueryRow(ctx, d.q.commit, args...), txn.Now)
+	if err != nil {
+		return backend.Result{}, d.fail(ctx, "commit", err)
+	}
+	return res, nil
+}
+
+// isSet reports whether txn has the shape the set function commits: one put
+// and one event of it (same value and writer, its previous value the
+// record's, its time the commit's), under at most one condition, on the
+// put's key. That is package state's Set, the commonest write by far.
+func isSet(txn *backend.Txn) bool {
+	if len(txn.Then) != 1 || len(txn.Events) != 1 || len(txn.If) > 1 {
+		return false
+	}
+	op, e := &txn.Then[0], &txn.Events[0]
+	return op.Kind == backend.OpPut && e.PrevOf == op.Key && e.Prev == nil && e.Time.IsZero() &&
+		e.Writer == op.Writer && bytes.Equal(e.Value, op.Value) && (len(txn.If) == 0 || txn.If[0].Key == op.Key)
+}
+
+// set commits a txn for which isSet holds with the set function.
+func (d *Driver) set(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
+	op, e := &txn.Then[0], &txn.Events[0]
+	var cond any
+	if len(txn.If) == 1 {
+		cond = txn.If[0].Revision
+	}
+	var at int64
+	if !op.Time.IsZero() {
+		at = op.Time.UnixMilli()
+	}
+	val := op.Value
+	if val == nil {
+		val = []byte{}
+	}
+	res := backend.Result{Failed: -1}
+	var nowMs int64
+	err := d.pool.QueryRow(ctx, d.q.set, txn.NS, nowArg(txn.Now), d.nsLock(txn.NS), d.lockKey(txn.NS, op.Key),
+		[]byte(op.Key), val, op.Writer, ttlMs(op.TTL), at, cond, []byte(e.Key), e.Op).
+		Scan(&res.Committed, &res.Revision, &res.Current, &nowMs)
+	if err != nil {
+		return backend.Result{}, d.fail(ctx, "commit", err)
+	}
+	if !res.Committed {
+		res.Failed = 0
+	} else {
+		res.Current = 0
+	}
+	res.Now = timeOf(txn.Now, nowMs)
+	return res, nil
+}
+
+func scanCommit(row pgx.Row, given time.Time) (backend.Result, error) {
+	var res backend.Result
+	var failed int32
+	var nowMs int64
+	if err := row.Scan(&res.Committed, &res.Revision, &failed, &res.Current, &nowMs); err != nil {
+		return backend.Result{}, err
+	}
+	res.Failed, res.Now = int(failed), timeOf(given, nowMs)
+	return res, nil
+}
+
+// locksOf returns the advisory locks of keys in namespace ns, sorted and
+// without repeats: every writer takes its locks in this one order, so no two
+// writers wait for each other in a cycle.
+func (d *Driver) locksOf(ns string, keys ...string) []int64 {
+	locks := make([]int64, len(keys))
+	for i, k := range keys {
+		locks[i] = d.lockKey(ns, k)
+	}
+	slices.Sort(locks)
+	return slices.Compact(locks)
+}
+
+// commitArgs returns the arguments of the commit function for txn. With
+// excl the caller already holds the namespace's lock exclusively; so does
+// the commit when it touches more than maxKeyLocks keys.
+func (d *Driver) commitArgs(txn *backend.Txn, now any, excl bool) ([]any, error) {
+	keys := make([]string, 0, len(txn.If)+len(txn.Then)+len(txn.Events))
+	condKeys := make([][]byte, len(txn.If))
+	condRevs := make([]int64, len(txn.If))
+	for i, c := range txn.If {
+		condKeys[i], condRevs[i] = []byte(c.Key), c.Revision
+		keys = append(keys, c.Key)
+	}
+	n := len(txn.Then)
+	kinds, opKeys, values := make([]int16, n), make([][]byte, n), make([][]byte, n)
+	writers, ttls, times := make([]string, n), make([]int64, n), make([]int64, n)
+	distinct := true
+	var seen map[string]bool
+	if n > 16 {
+		seen = make(map[string]bool, n)
+	}
+	for i, op := range txn.Then {
+		switch op.Kind {
+		case backend.OpPut:
+			kinds[i] = 1
+		case backend.OpDelete:
+			kinds[i] = 2
+		default:
+			return nil, fmt.Errorf("unknown op kind %d", op.Kind)
+		}
+		opKeys[i], writers[i], ttls[i] = []byte(op.Key), op.Writer, ttlMs(op.TTL)
+		values[i] = op.Value
+		if values[i] == nil {
+			values[i] = []byte{}
+		}
+		if !op.Time.IsZero() {
+			times[i] = op.Time.UnixMilli()
+		}
+		if seen != nil {
+			distinct = distinct && !seen[op.Key]
+			seen[op.Key] = true
+		} else {
+			for _, o := range txn.Then[:i] {
+				distinct = distinct && o.Key != op.Key
+			}
+		}
+		keys = append(keys, op.Key)
+	}
+	m := len(txn.Events)
+	evKeys, evOps, evValues, evPrevs := make([][]byte, m), make([]string, m), make([][]byte, m), make([][]byte, m)
+	evPrevOfs, evWriters, evTimes := make([][]byte, m), make([]string, m), make([]int64, m)
+	for i, e := range txn.Events {
+		evKeys[i], evOps[i], evValues[i], evPrevs[i], evWriters[i] = []byte(e.Key), e.Op, e.Value, e.Prev, e.Writer
+		if e.PrevOf != "" {
+			evPrevOfs[i] = []byte(e.PrevOf)
+			keys = append(keys, e.PrevOf)
+		}
+		if !e.Time.IsZero() {
+			evTimes[i] = e.Time.UnixMilli()
+		}
+	}
+	var locks []int64
+	if !excl {
+		locks = d.locksOf(txn.NS, keys...)
+		if len(locks) > maxKeyLocks {
+			excl, locks = true, nil
+		}
+	}
+	return []any{txn.NS, now, d.nsLock(txn.NS), excl, locks, condKeys, condRevs,
+		kinds, opKeys, values, writers, ttls, times, distinct,
+		evKeys, evOps, evValues, evPrevs, evPrevOfs, evWriters, evTimes}, nil
+}
+
+// errNeedExclusive asks Update to start again holding its namespace's lock
+// exclusively: the write it computed touches more than maxKeyLocks keys.
+var errNeedExclusive = errors.New("the write touches too many keys for key locks")
+
+// Update implements backend.Updater natively: one transaction that takes
+// the locks of the keys it reads (as Commit takes those of the keys it
+// writes), reads them, calls fn and commits what fn returns, in two round
+// trips (begin, lock and read; commit). No other writer of those keys
+// runs in between, so fn is called once, except when the database breaks a
+// rare deadlock between two updates (each then writes a key the other
+// read) or the write touches more keys than key locks allow: then the
+// update starts again.
+func (d *Driver) Update(ctx context.Context, q *backend.GetQuery, fn func([]backend.Record, time.Time) (*backend.Txn, error)) (backend.Result, error) {
+	err := d.enter(ctx)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	excl := len(q.Keys) > maxKeyLocks
+	for {
+		res, fnErr, err := d.update(ctx, q, fn, excl)
+		if fnErr != nil {
+			return backend.Result{}, fnErr
+		}
+		var pe *pgconn.PgError
+		switch {
+		case err == nil:
+			return res, nil
+		case errors.Is(err, errNeedExclusive) && !excl:
+			excl = true
+		case errors.As(err, &pe) && pe.Code == "40P01" && ctx.Err() == nil: // deadlock_detected
+		default:
+			return backend.Result{}, d.fail(ctx, "update", err)
+		}
+	}
+}
+
+// update runs one attempt of Update. fn's error is returned apart, as it
+// must reach the caller unchanged.
+func (d *Driver) update(ctx context.Context, q *backend.GetQuery, fn func([]backend.Record, time.Time) (*backend.Txn, error), excl bool) (backend.Result, error, error) {
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return backend.Result{}, nil, err
+	}
+	defer conn.Release() // a connection left in a transaction is closed, not reused
+	keys := make([][]byte, len(q.Keys))
+	for i, k := range q.Keys {
+		keys[i] = []byte(k)
+	}
+	var locks []int64
+	if !excl {
+		locks = d.locksOf(q.NS, q.Keys...)
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(d.q.lockRead, q.NS, nowArg(q.Now), d.nsLock(q.NS), excl, locks, keys)
+	br := conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return backend.Result{}, nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return backend.Result{}, nil, err
+	}
+	recs, nowMs, err := scanRead(rows, q.Keys, q.IncludeExpired)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return backend.Result{}, nil, err
+	}
+	now := timeOf(q.Now, nowMs)
+	txn, fnErr := fn(recs, now)
+	if fnErr != nil {
+		return backend.Result{}, fnErr, end(ctx, conn, "ROLLBACK")
+	}
+	if txn == nil {
+		return backend.Result{Committed: true, Failed: -1, Now: now}, nil, end(ctx, conn, "COMMIT")
+	}
+	txn.NS = q.NS
+	args, err := d.commitArgs(txn, nowMs, excl)
+	if err != nil {
+		_ = end(ctx, conn, "ROLLBACK")
+		return backend.Result{}, nil, err
+	}
+	if args[3].(bool) && !excl {
+		_ = end(ctx, conn, "ROLLBACK")
+		return backend.Result{}, nil, errNeedExclusive
+	}
+	b = &pgx.Batch{}
+	b.Queue(d.q.commit, args...)
+	b.Queue("COMMIT")
+	br = conn.SendBatch(ctx, b)
+	res, err := scanCommit(br.QueryRow(), q.Now)
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return backend.Result{}, nil, err
+	}
+	res.Now = now
+	return res, nil, nil
+}
+
+// end ends the transaction open on conn with COMMIT or ROLLBACK.
+func end(ctx context.Context, conn *pgxpool.Conn, stmt string) error {
+	_, err := conn.Exec(ctx, stmt)
+	return err
+}

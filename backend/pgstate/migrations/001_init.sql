@@ -1,0 +1,476 @@
+-- Schema version 1 of package pgstate. {{s}} is the schema, quoted as an
+-- identifier; {{s_lit}} is its name as a string literal. A released
+-- migration is never edited: later versions add files.
+--
+-- Times are integer Unix milliseconds, as everywhere in package backend.
+-- Keys are bytea so that they order bytewise and accept any cursor bytes
+-- whatever the database's encoding and collation.
+
+-- One row per namespace that was ever written to. seq is the namespace's
+-- revision sequence (versions, fences and event ids come from it): per
+-- namespace, so that one tenant cannot watch another's write rate, never
+-- reset, and kept at or above the database clock in microseconds (see
+-- next_rev), so that neither a Reset nor a failover to a replica that
+-- missed the latest writes can hand out a revision twice.
+CREATE TABLE {{s}}.namespaces (
+    ns  text COLLATE "C" PRIMARY KEY,
+    seq regclass NOT NULL
+);
+
+CREATE TABLE {{s}}.records (
+    ns         text COLLATE "C" NOT NULL,
+    key        bytea  NOT NULL,
+    value      bytea  NOT NULL,
+    writer     text   NOT NULL,
+    rev        bigint NOT NULL,
+    crev       bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    expires_at bigint,           -- NULL: never
+    PRIMARY KEY (ns, key)        -- point reads, ordered prefix listing and counting
+) WITH (fillfactor = 85);        -- room for HOT updates of a record in place
+CREATE INDEX records_expiry ON {{s}}.records (expires_at) WHERE expires_at IS NOT NULL; -- sweeping
+
+CREATE TABLE {{s}}.events (
+    ns     text COLLATE "C" NOT NULL,
+    id     bigint NOT NULL,
+    rev    bigint NOT NULL,
+    key    bytea  NOT NULL,
+    op     text   NOT NULL,
+    value  bytea,
+    prev   bytea,
+    writer text   NOT NULL,
+    at     bigint NOT NULL,
+    PRIMARY KEY (ns, id)         -- history newest first, trimming to a count
+);
+CREATE INDEX events_key ON {{s}}.events (ns, key, id); -- history of one key
+CREATE INDEX events_at ON {{s}}.events (at);           -- trimming by age
+
+-- go_json encodes t as a JSON string exactly as Go's encoding/json does
+-- (which also escapes <, >, &, U+2028 and U+2029), so that history written
+-- here reads byte for byte as history written by package state.
+CREATE FUNCTION {{s}}.go_json(t text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT replace(replace(replace(replace(replace(to_json(t)::text,
+        '<', '\u003c'), '>', '\u003e'), '&', '\u0026'), chr(8232), '\u2028'), chr(8233), '\u2029')
+$$;
+
+-- create_ns registers namespace p_ns and creates its revision sequence,
+-- starting at the database clock in microseconds. Concurrent first writers
+-- of a namespace serialise on an advisory lock; the loser finds the row.
+CREATE FUNCTION {{s}}.create_ns(p_ns text) RETURNS regclass
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_seq regclass;
+    v_name text;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('pgstate create_ns ' || {{s_lit}}, 0));
+    SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
+    IF FOUND THEN
+        RETURN v_seq;
+    END IF;
+    v_name := 'rev_' || md5(p_ns);
+    EXECUTE format('CREATE SEQUENCE %I.%I AS bigint START WITH %s', {{s_lit}}, v_name,
+        floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
+    v_seq := format('%I.%I', {{s_lit}}, v_name)::regclass;
+    INSERT INTO {{s}}.namespaces (ns, seq) VALUES (p_ns, v_seq);
+    RETURN v_seq;
+END
+$$;
+
+-- next_rev draws the next revision of namespace p_ns. The caller holds the
+-- locks of every key it writes, so a key's revisions increase in the order
+-- of its writes. When the sequence has fallen more than 100 ms behind the
+-- database clock (in microseconds) it is first moved up to the clock:
+-- revisions then stay above every revision handed out before a failover to
+-- a replica that missed the latest writes, or before a restore from backup,
+-- since those happened at an earlier time. The move happens under a
+-- session-level advisory lock held only around setval, so that no two moves
+-- race and no commit waits for another's.
+CREATE FUNCTION {{s}}.next_rev(p_ns text, OUT rev bigint, OUT seq regclass)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_floor bigint;
+    v_lock bigint;
+BEGIN
+    SELECT n.seq INTO seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
+    IF NOT FOUND THEN
+        seq := {{s}}.create_ns(p_ns);
+    END IF;
+    rev := nextval(seq);
+    v_floor := floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+    IF rev >= v_floor - 100000 THEN
+        RETURN;
+    END IF;
+    v_lock := hashtextextended('pgstate reseed ' || seq::oid::text, 0);
+    PERFORM pg_advisory_lock(v_lock);
+    BEGIN
+        EXECUTE format('SELECT setval(%L::regclass, %s) FROM %s WHERE last_value < %s',
+            seq::text, v_floor, seq::text, v_floor - 100000);
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        PERFORM pg_advisory_unlock(v_lock);
+        RAISE;
+    END;
+    PERFORM pg_advisory_unlock(v_lock);
+    rev := nextval(seq);
+END
+$$;
+
+-- commit applies one backend.Txn (see Driver.Commit): it takes the
+-- namespace's lock shared (p_excl: exclusive, for commits touching many
+-- keys) and the advisory lock of every key it reads or writes (p_locks,
+-- sorted by the caller so that no two commits deadlock), checks the
+-- conditions, then draws a revision, appends the events and applies the
+-- ops. Each statement of a PL/pgSQL function sees what committed before it
+-- started, so the checks see every write that held these locks before.
+-- Op kinds: 1 put, 2 delete. A TTL or event time of 0 means none.
+-- p_distinct says that no key appears in two ops, so that the ops can be
+-- applied with one statement each for puts and deletes.
+CREATE FUNCTION {{s}}.commit(
+    p_ns text, p_now bigint, p_nslock bigint, p_excl boolean, p_locks bigint[],
+    p_cond_keys bytea[], p_cond_revs bigint[],
+    p_op_kinds smallint[], p_op_keys bytea[], p_op_values bytea[], p_op_writers text[],
+    p_op_ttls bigint[], p_op_times bigint[], p_distinct boolean,
+    p_ev_keys bytea[], p_ev_ops text[], p_ev_values bytea[], p_ev_prevs bytea[],
+    p_ev_prevofs bytea[], p_ev_writers text[], p_ev_times bigint[],
+    OUT committed boolean, OUT rev bigint, OUT failed integer, OUT cur bigint, OUT now bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_seq regclass;
+    i integer;
+BEGIN
+    IF p_excl THEN
+        PERFORM pg_advisory_xact_lock(p_nslock);
+    ELSE
+        PERFORM pg_advisory_xact_lock_shared(p_nslock);
+        IF cardinality(p_locks) = 1 THEN
+            PERFORM pg_advisory_xact_lock(p_locks[1]);
+        ELSE
+            PERFORM pg_advisory_xact_lock(h) FROM unnest(p_locks) AS h;
+        END IF;
+    END IF;
+    now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    committed := false;
+    rev := 0;
+    IF cardinality(p_cond_keys) > 0 THEN
+        SELECT c.i - 1, coalesce(r.rev, 0) INTO failed, cur
+          FROM unnest(p_cond_keys, p_cond_revs) WITH ORDINALITY AS c(key, want, i)
+          LEFT JOIN {{s}}.records r
+            ON r.ns = p_ns AND r.key = c.key AND (r.expires_at IS NULL OR r.expires_at > now)
+         WHERE coalesce(r.rev, 0) <> c.want
+         ORDER BY c.i
+         LIMIT 1;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
+    committed := true;
+    failed := -1;
+    cur := 0;
+    IF cardinality(p_op_keys) = 0 AND cardinality(p_ev_keys) = 0 THEN
+        RETURN;
+    END IF;
+    -- The next revision: the namespace's sequence, unless the namespace is
+    -- new or the sequence fell behind the clock (next_rev handles both).
+    SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
+    IF FOUND THEN
+        rev := nextval(v_seq);
+    END IF;
+    IF v_seq IS NULL OR rev < floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint - 100000 THEN
+        SELECT n.rev, n.seq INTO rev, v_seq FROM {{s}}.next_rev(p_ns) n;
+    END IF;
+    -- Events first, so that PrevOf sees the records as they were.
+    IF cardinality(p_ev_keys) > 0 THEN
+        INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+        SELECT p_ns, CASE WHEN e.i = 1 THEN rev ELSE nextval(v_seq) END, rev, e.key, e.op, e.value,
+               CASE WHEN e.prevof IS NULL THEN e.prev ELSE (
+                   SELECT r.value FROM {{s}}.records r
+                    WHERE r.ns = p_ns AND r.key = e.prevof AND (r.expires_at IS NULL OR r.expires_at > now)) END,
+               e.writer, CASE WHEN e.at = 0 THEN now ELSE e.at END
+          FROM unnest(p_ev_keys, p_ev_ops, p_ev_values, p_ev_prevs, p_ev_prevofs, p_ev_writers, p_ev_times)
+               WITH ORDINALITY AS e(key, op, value, prev, prevof, writer, at, i)
+         ORDER BY e.i;
+    END IF;
+    IF p_distinct THEN
+        IF 2 = ANY (p_op_kinds) THEN
+            DELETE FROM {{s}}.records r
+             USING unnest(p_op_kinds, p_op_keys) AS o(kind, key)
+             WHERE o.kind = 2 AND r.ns = p_ns AND r.key = o.key;
+        END IF;
+        IF NOT 1 = ANY (p_op_kinds) THEN
+            RETURN;
+        END IF;
+        INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
+        SELECT p_ns, o.key, o.value, o.writer, rev, rev, o.at, CASE WHEN o.ttl > 0 THEN now + o.ttl END
+          FROM unnest(p_op_kinds, p_op_keys, p_op_values, p_op_writers, p_op_ttls, p_op_times)
+               AS o(kind, key, value, writer, ttl, at)
+         WHERE o.kind = 1
+        ON CONFLICT (ns, key) DO UPDATE SET
+            value = excluded.value, writer = excluded.writer, rev = excluded.rev,
+            crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
+            updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+        RETURN;
+    END IF;
+    FOR i IN 1 .. cardinality(p_op_keys) LOOP
+        IF p_op_kinds[i] = 1 THEN
+            INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
+            VALUES (p_ns, p_op_keys[i], p_op_values[i], p_op_writers[i], rev, rev, p_op_times[i],
+                    CASE WHEN p_op_ttls[i] > 0 THEN now + p_op_ttls[i] END)
+            ON CONFLICT (ns, key) DO UPDATE SET
+                value = excluded.value, writer = excluded.writer, rev = excluded.rev,
+                crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
+                updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+        ELSE
+            DELETE FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = p_op_keys[i];
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- set is commit's fast path for its commonest shape, package state's Set:
+-- one put and one history event of it (the same value and writer, the
+-- record's live value as the previous value, the commit's time), under at
+-- most one condition, on the put's key (p_cond: the revision the key must
+-- have, NULL for none). It writes what commit would, with one read of the
+-- record and no arrays.
+CREATE FUNCTION {{s}}.set(p_ns text, p_now bigint, p_nslock bigint, p_lock bigint, p_key bytea,
+    p_value bytea, p_writer text, p_ttl bigint, p_time bigint, p_cond bigint, p_ev_key bytea, p_ev_op text,
+    OUT committed boolean, OUT rev bigint, OUT cur bigint, OUT now bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r {{s}}.records%ROWTYPE;
+    v_live boolean;
+    v_seq regclass;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock);
+    now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    SELECT * INTO r FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = p_key;
+    v_live := FOUND AND (r.expires_at IS NULL OR r.expires_at > now);
+    cur := CASE WHEN v_live THEN r.rev ELSE 0 END;
+    committed := p_cond IS NULL OR p_cond = cur;
+    rev := 0;
+    IF NOT committed THEN
+        RETURN;
+    END IF;
+    -- The next revision: the namespace's sequence, unless the namespace is
+    -- new or the sequence fell behind the clock (next_rev handles both).
+    SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
+    IF FOUND THEN
+        rev := nextval(v_seq);
+    END IF;
+    IF v_seq IS NULL OR rev < floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint - 100000 THEN
+        SELECT n.rev, n.seq INTO rev, v_seq FROM {{s}}.next_rev(p_ns) n;
+    END IF;
+    INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+    VALUES (p_ns, rev, rev, p_ev_key, p_ev_op, p_value, CASE WHEN v_live THEN r.value END, p_writer, now);
+    INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
+    VALUES (p_ns, p_key, p_value, p_writer, rev, CASE WHEN v_live THEN r.crev ELSE rev END, p_time,
+            CASE WHEN p_ttl > 0 THEN now + p_ttl END)
+    ON CONFLICT (ns, key) DO UPDATE SET
+        value = excluded.value, writer = excluded.writer, rev = excluded.rev, crev = excluded.crev,
+        updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+END
+$$;
+
+-- lock_read starts a read-modify-write (Driver.Update): inside the
+-- caller's transaction it takes the locks a commit takes (see commit) on the
+-- keys it reads, then reads them, one row per key in order (absent keys with
+-- a NULL rev), each row also giving the time the read was evaluated at.
+CREATE FUNCTION {{s}}.lock_read(p_ns text, p_now bigint, p_nslock bigint, p_excl boolean,
+    p_locks bigint[], p_keys bytea[])
+RETURNS TABLE (key bytea, value bytea, writer text, rev bigint, crev bigint,
+    updated_at bigint, expires_at bigint, now bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_now bigint;
+BEGIN
+    IF p_excl THEN
+        PERFORM pg_advisory_xact_lock(p_nslock);
+    ELSE
+        PERFORM pg_advisory_xact_lock_shared(p_nslock);
+        PERFORM pg_advisory_xact_lock(h) FROM unnest(p_locks) AS h;
+    END IF;
+    v_now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    RETURN QUERY
+    SELECT k.key, r.value, r.writer, r.rev, r.crev, r.updated_at, r.expires_at, v_now
+      FROM unnest(p_keys) WITH ORDINALITY AS k(key, i)
+      LEFT JOIN {{s}}.records r ON r.ns = p_ns AND r.key = k.key
+     ORDER BY k.i;
+END
+$$;
+
+-- lease acquires (p_action 1), renews (2) or releases (3) a lease in one
+-- step, following exactly the rules of package state (lease.go) and
+-- writing the same record and history event: the record's writer is the
+-- holder and its crev the fence. A new tenure's event leaves the fence 0,
+-- for history to fill in with the event's revision, as package state does.
+-- present/writer/.../value describe the lease after the action when ok (as
+-- it was before, for a release), otherwise the live lease that prevented
+-- it, if any.
+CREATE FUNCTION {{s}}.lease(p_ns text, p_now bigint, p_nslock bigint, p_lock bigint, p_action integer,
+    p_resource bytea, p_holder text, p_ttl bigint, p_key bytea, p_value bytea,
+    OUT ok boolean, OUT now bigint, OUT takeover boolean, OUT present boolean, OUT writer text,
+    OUT rev bigint, OUT crev bigint, OUT updated_at bigint, OUT expires_at bigint, OUT value bytea)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r {{s}}.records%ROWTYPE;
+    v_live boolean;
+    v_mine boolean;
+    v_rev bigint;
+    v_seq regclass;
+    v_op text;
+    v_prev bytea;
+    v_value bytea;
+    v_fence bigint;
+    v_exp bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock);
+    now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    takeover := false;
+    SELECT * INTO r FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = p_key;
+    present := FOUND;
+    v_live := present AND (r.expires_at IS NULL OR r.expires_at > now);
+    v_mine := v_live AND r.writer = p_holder;
+    -- Release and renew need the caller's live lease; acquire a free one.
+    IF NOT v_mine AND (p_action <> 1 OR v_live) THEN
+        ok := false;
+        present := v_live;
+        IF v_live THEN
+            SELECT r.writer, r.rev, r.crev, r.updated_at, r.expires_at, r.value
+              INTO writer, rev, crev, updated_at, expires_at, value;
+        END IF;
+        RETURN;
+    END IF;
+    ok := true;
+    -- The next revision: the namespace's sequence, unless the namespace is
+    -- new or the sequence fell behind the clock (next_rev handles both).
+    SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
+    IF FOUND THEN
+        v_rev := nextval(v_seq);
+    END IF;
+    IF v_seq IS NULL OR v_rev < floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint - 100000 THEN
+        SELECT n.rev, n.seq INTO v_rev, v_seq FROM {{s}}.next_rev(p_ns) n;
+    END IF;
+    IF v_live OR (present AND r.writer <> p_holder) THEN -- the lease as it was, live or taken over
+        v_prev := convert_to('{"holder":' || {{s}}.go_json(r.writer) || ',"fence":' || r.crev ||
+            ',"expires_at":' || coalesce(r.expires_at, 0) || '}', 'UTF8');
+    END IF;
+    IF p_action = 3 THEN
+        v_op := 'lease.release';
+        DELETE FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = p_key;
+        SELECT r.writer, r.rev, r.crev, r.updated_at, r.expires_at, r.value
+          INTO writer, rev, crev, updated_at, expires_at, value;
+    ELSE
+        v_op := 'lease.acquire';
+        IF v_mine THEN
+            IF p_action = 2 THEN
+                v_op := 'lease.renew';
+            END IF;
+            v_fence := r.crev;
+            crev := r.crev;
+        ELSE
+            IF present AND r.writer <> p_holder THEN
+                v_op := 'lease.takeover';
+                takeover := true;
+            END IF;
+            v_fence := 0;
+            crev := v_rev;
+        END IF;
+        v_exp := now + p_ttl;
+        INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
+        VALUES (p_ns, p_key, p_value, p_holder, v_rev, crev, now, v_exp)
+        ON CONFLICT (ns, key) DO UPDATE SET
+            value = excluded.value, writer = excluded.writer, rev = excluded.rev, crev = excluded.crev,
+            updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+        v_value := convert_to('{"holder":' || {{s}}.go_json(p_holder) || ',"fence":' || v_fence ||
+            ',"expires_at":' || v_exp || '}', 'UTF8');
+        present := true;
+        writer := p_holder;
+        rev := v_rev;
+        updated_at := now;
+        expires_at := v_exp;
+        value := p_value;
+    END IF;
+    INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+    VALUES (p_ns, v_rev, v_rev, p_resource, v_op, v_value, v_prev, p_holder, now);
+END
+$$;
+
+-- reset wipes namespace p_ns (Driver.Reset) under the namespace's lock
+-- taken exclusively, so that it waits for the commits in flight and no
+-- commit interleaves. The namespace's row and sequence stay: revisions and
+-- event ids go on increasing. p_los/p_his are the bounds of the counted
+-- prefixes (a NULL upper bound: none).
+CREATE FUNCTION {{s}}.reset(p_ns text, p_nslock bigint, p_los bytea[], p_his bytea[],
+    OUT records bigint, OUT events bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(p_nslock);
+    SELECT coalesce(sum((SELECT count(*) FROM {{s}}.records r
+                          WHERE r.ns = p_ns AND r.key >= p.lo AND (p.hi IS NULL OR r.key < p.hi))), 0)
+      INTO records
+      FROM unnest(p_los, p_his) AS p(lo, hi);
+    DELETE FROM {{s}}.records r WHERE r.ns = p_ns;
+    DELETE FROM {{s}}.events e WHERE e.ns = p_ns;
+    GET DIAGNOSTICS events = ROW_COUNT;
+END
+$$;
+
+-- sweep deletes, in every namespace, at most p_limit records expired
+-- before p_now - p_grace and at most p_limit events beyond the retention
+-- limits (older than p_max_age ms; beyond the p_max_events newest of their
+-- namespace), unless another process is sweeping this schema: then it
+-- returns swept = false at once, having waited for nothing. Callers are
+-- never blocked for long: each call is one short transaction.
+CREATE FUNCTION {{s}}.sweep(p_lock bigint, p_now bigint, p_grace bigint, p_limit integer,
+    p_max_age bigint, p_max_events bigint,
+    OUT swept boolean, OUT records bigint, OUT events bigint, OUT more boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_now bigint;
+    v_budget bigint := p_limit;
+    v_n bigint;
+BEGIN
+    records := 0;
+    events := 0;
+    more := false;
+    swept := pg_try_advisory_xact_lock(p_lock);
+    IF NOT swept THEN
+        RETURN;
+    END IF;
+    v_now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    WITH d AS (
+        DELETE FROM {{s}}.records r
+         WHERE r.ctid = ANY (ARRAY(SELECT t.ctid FROM {{s}}.records t
+                                    WHERE t.expires_at <= v_now - p_grace LIMIT p_limit))
+           AND r.expires_at <= v_now - p_grace
+        RETURNING 1)
+    SELECT count(*) INTO records FROM d;
+    IF p_max_age > 0 THEN
+        WITH d AS (
+            DELETE FROM {{s}}.events e
+             WHERE e.ctid = ANY (ARRAY(SELECT t.ctid FROM {{s}}.events t
+                                        WHERE t.at < v_now - p_max_age ORDER BY t.at LIMIT v_budget))
+            RETURNING 1)
+        SELECT count(*) INTO v_n FROM d;
+        events := events + v_n;
+        v_budget := v_budget - v_n;
+    END IF;
+    IF p_max_events > 0 AND v_budget > 0 THEN
+        WITH d AS (
+            DELETE FROM {{s}}.events e
+             WHERE e.ctid = ANY (ARRAY(
+                 SELECT x.ctid
+                   FROM {{s}}.namespaces n
+                  CROSS JOIN LATERAL (SELECT t.id FROM {{s}}.events t WHERE t.ns = n.ns
+                                       ORDER BY t.id DESC OFFSET p_max_events LIMIT 1) AS edge
+                  CROSS JOIN LATERAL (SELECT t.ctid FROM {{s}}.events t WHERE t.ns = n.ns AND t.id <= edge.id
+                                       ORDER BY t.id LIMIT v_budget) AS x
+                  LIMIT v_budget))
+            RETURNING 1)
+        SELECT count(*) INTO v_n FROM d;
+        events := events + v_n;
+        v_budget := v_budget - v_n;
+    END IF;
+    more := records >= p_limit OR v_budget <= 0;
+END
+$$;

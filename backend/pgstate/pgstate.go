@@ -1,0 +1,342 @@
+// Package pgstate is the PostgreSQL backend of package state: several
+// processes (sidecar replicas behind a load balancer) share one database,
+// through pgx v5 and its pool, with no ORM.
+//
+// Every hot operation is one round trip: a point read is one SELECT; a
+// commit (a Set with its history entry, a batch, any conditional write) is
+// one call of a PL/pgSQL function that checks the conditions, draws a
+// revision, appends the events and writes the records in the statement's
+// own transaction; a lease acquire, renew or release (backend.Leaser) is
+// one function call that decides as package state does. A read-modify-write
+// (backend.Updater, which workflow claims and checkpoints use) is one
+// transaction in two round trips: lock and read, then commit. The driver
+// also sweeps expired records and old history (backend.Sweeper) and tells
+// package state the database's time (backend.ServerClock).
+//
+// # Time
+//
+// When a store has no injected clock, package state hands the driver a zero
+// time and every statement reads the database's clock (clock_timestamp(),
+// as River's coalesce(@now, ...) pattern), so replicas on hosts with skewed
+// clocks agree on expiry. An injected clock (tests) is passed down and used
+// instead. Times are integer milliseconds throughout.
+//
+// # Revisions and locking
+//
+// Revisions (versions, fences) and history event ids count per namespace,
+// from one sequence per namespace created on its first write: one tenant
+// cannot watch another's write rate. A writer takes an advisory lock per key
+// it reads or writes (in a fixed order, so writers never deadlock) before
+// it draws its revision, so each key's revisions increase with its writes,
+// while writers of different keys run in parallel and share the fsync of
+// group commit. A sequence never goes back, not even on Reset, and is moved
+// up to the database clock in microseconds whenever it falls 100 ms behind
+// it: after a failover to a replica that missed the latest writes (or a
+// restore from a backup), revisions continue above every revision handed
+// out before, as long as the new primary's clock is not behind the old
+// one's by more than the failover took.
+//
+// Expiry is data compared against the clock: expired records are invisible
+// at once and physically removed by Sweep, which the store's background
+// sweeper calls on every replica; one replica at a time sweeps a schema
+// (pg_try_advisory_xact_lock), the others return at once.
+//
+// # Schema
+//
+// Tables and functions live in one schema (default "state"), created and
+// migrated on Open from versioned SQL embedded in the package, under an
+// advisory lock so that replicas starting together agree. Several
+// deployments can share a database with schemas of their own. The driver
+// keeps no session state (no SET, no session-level lock across calls), so
+// it works behind PgBouncer in transaction pooling mode; PgBouncer before
+// 1.21 also needs pgx not to create named prepared statements: add
+// default_query_exec_mode=exec (or cache_describe) to the URL.
+//
+// # URLs
+//
+// The package registers the "postgres" and "postgresql" schemes with package
+// state (see URLOpener):
+//
+//	postgres://user:password@host:5432/db?sslmode=require&schema=agents&pool_max_conns=20
+//
+// Requires PostgreSQL 13 or later.
+package pgstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/statesidecar/state/backend"
+)
+
+// DefaultSchema is the schema used when Options.Schema is empty.
+const DefaultSchema = "state"
+
+// DefaultTimeout bounds each round trip to the database of a driver made by
+// Open, unless Options.Timeout says otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// Options configure a Driver. A nil *Options means all defaults.
+type Options struct {
+	// Schema holds the driver's tables and functions; Open and New create
+	// it when it does not exist. It is a letter or underscore followed by up
+	// to 62 letters, digits or underscores. Defaults to "state".
+	Schema string
+	// Timeout bounds every round trip to the database, so that no call
+	// waits forever on a database that stopped answering, whatever its
+	// context: each request sent on a connection of the pool that Open
+	// creates sets a deadline on the connection's socket (cheaper than a
+	// context per call). A call's own context deadline still applies when it
+	// is sooner. Defaults to DefaultTimeout; a negative value means no bound.
+	// Only Open uses it: with New, the pool is the caller's to configure.
+	Timeout time.Duration
+	// ClosePool makes Close close the pool too. Defaults to false: the caller
+	// owns the pool it passed to New. Open sets it.
+	ClosePool bool
+}
+
+// Driver is a backend.Driver over PostgreSQL. It is safe for concurrent use.
+// Create one with Open or New.
+type Driver struct {
+	pool   *pgxpool.Pool
+	schema string
+	q      queries
+	own    bool
+	closed atomic.Bool
+}
+
+var (
+	_ backend.Driver      = (*Driver)(nil)
+	_ backend.Updater     = (*Driver)(nil)
+	_ backend.Leaser      = (*Driver)(nil)
+	_ backend.Sweeper     = (*Driver)(nil)
+	_ backend.ServerClock = (*Driver)(nil)
+)
+
+var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// New returns a driver over pool. It checks that the database answers and
+// brings the schema up to date, within ctx. The caller owns pool unless
+// opts.ClosePool is set.
+func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error) {
+	if pool == nil {
+		return nil, errors.New("pgstate: New called with a nil pool")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Schema == "" {
+		o.Schema = DefaultSchema
+	}
+	if !schemaName.MatchString(o.Schema) {
+		return nil, fmt.Errorf("pgstate: schema %q must be a letter or underscore followed by up to 62 letters, digits or underscores", o.Schema)
+	}
+	d := &Driver{pool: pool, schema: o.Schema, q: newQueries(o.Schema), own: o.ClosePool}
+	if err := pool.Ping(ctx); err != nil {
+		return nil, d.fail(ctx, "connecting to PostgreSQL", err)
+	}
+	if err := migrate(ctx, pool, o.Schema); err != nil {
+		return nil, d.fail(ctx, "opening schema "+o.Schema, err)
+	}
+	return d, nil
+}
+
+// Open connects to the database of connString (a postgres:// URL or a
+// key=value string, as pgxpool.ParseConfig reads it, pool_max_conns and
+// the other pool settings included) and returns a driver that owns the
+// pool. A URL may also carry the driver's own parameters, schema and
+// timeout (see URLOpener), for the fields opts leaves zero.
+func Open(ctx context.Context, connString string, opts *Options) (*Driver, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if u, err := url.Parse(connString); err == nil && (u.Scheme == Scheme || u.Scheme == AltScheme) {
+		rest, own, err := ownParams(u)
+		if err != nil {
+			return nil, err
+		}
+		connString = rest.String()
+		if o.Schema == "" {
+			o.Schema = own.Schema
+		}
+		if o.Timeout == 0 {
+			o.Timeout = own.Timeout
+		}
+	}
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("pgstate: the connection string cannot be used: %s", parseProblem(err))
+	}
+	return openConfig(ctx, cfg, &o)
+}
+
+func openConfig(ctx context.Context, cfg *pgxpool.Config, opts *Options) (*Driver, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.ClosePool = true
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Timeout > 0 {
+		boundConns(cfg, o.Timeout)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstate: %w", err)
+	}
+	d, err := New(ctx, pool, &o)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// parseProblem says what is wrong with a connection string without
+// repeating it: it may hold a password. pgx's error quotes the string
+// (with the password masked, on a best-effort basis) and then says what is
+// wrong; a *url.Error quotes the URL whole, so only its cause is kept.
+func parseProblem(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		if s := pe.Error(); strings.Contains(s, "`: ") {
+			return s[strings.LastIndex(s, "`: ")+3:]
+		}
+		return "it is not a valid URL or key=value string"
+	}
+	return err.Error()
+}
+
+// Name returns "postgres".
+func (d *Driver) Name() string { return "postgres" }
+
+// Pool returns the pool the driver uses, for sharing it with other code.
+func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
+
+// Schema returns the driver's schema.
+func (d *Driver) Schema() string { return d.schema }
+
+// Close marks the driver closed, and closes its pool if the driver owns it
+// (waiting for the calls in flight to return their connections). Later
+// calls return backend.ErrClosed, and so does a second Close.
+func (d *Driver) Close() error {
+	if d.closed.Swap(true) {
+		return backend.ErrClosed
+	}
+	if d.own {
+		d.pool.Close()
+	}
+	return nil
+}
+
+// enter checks Close and ctx before a call.
+func (d *Driver) enter(ctx context.Context) error {
+	if d.closed.Load() {
+		return backend.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// fail wraps the error of operation op. After Close, whatever pgx said,
+// the answer is backend.ErrClosed. When ctx has ended, the error matches
+// ctx's error too. The text names the server's address when pgx's does,
+// never a password: pgx leaves passwords out of its errors.
+func (d *Driver) fail(ctx context.Context, op string, err error) error {
+	if d.closed.Load() {
+		return backend.ErrClosed
+	}
+	cerr := ctx.Err()
+	if dl, ok := ctx.Deadline(); ok && cerr == nil && !time.Now().Before(dl) {
+		cerr = context.DeadlineExceeded // the socket's deadline fired before ctx's timer
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("pgstate: %s: %w (%w)", op, err, cerr)
+	}
+	var ne net.Error
+	if cerr == nil && errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("pgstate: %s: %w (the database did not answer in time)", op, err)
+	}
+	return fmt.Errorf("pgstate: %s: %w", op, err)
+}
+
+// lockKey returns the advisory lock of key in namespace ns of the schema:
+// writers of a key hold it, so that they draw its revisions in turn. Two
+// keys sharing a lock (a 64-bit hash collision) only wait for each other.
+func (d *Driver) lockKey(ns, key string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(d.schema))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(ns))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(key))
+	return int64(h.Sum64())
+}
+
+// nsLock returns the advisory lock of namespace ns: writers hold it shared,
+// Reset and writers touching many keys exclusively.
+func (d *Driver) nsLock(ns string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(d.schema))
+	_, _ = h.Write([]byte{1})
+	_, _ = h.Write([]byte(ns))
+	return int64(h.Sum64())
+}
+
+// sweepLock returns the advisory lock held by the process sweeping the
+// schema.
+func (d *Driver) sweepLock() int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(d.schema))
+	_, _ = h.Write([]byte{2})
+	_, _ = h.Write([]byte("sweep"))
+	return int64(h.Sum64())
+}
+
+// nowArg encodes a time for a statement: Unix ms, or NULL for the
+// database's clock.
+func nowArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+// timeOf returns the time a statement was evaluated at: given (kept as
+// given) or the database's, from its Unix ms.
+func timeOf(given time.Time, ms int64) time.Time {
+	if !given.IsZero() {
+		return given
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// ttlMs converts a TTL to whole milliseconds, rounding a positive TTL below
+// 1ms up so that it still expires.
+func ttlMs(ttl time.Duration) int64 {
+	ms := ttl.Milliseconds()
+	if ttl > 0 && ms == 0 {
+		ms = 1
+	}
+	return ms
+}
+
+// msTime converts Unix milliseconds to a UTC time.
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

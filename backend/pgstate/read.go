@@ -1,0 +1,208 @@
+package pgstate
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/statesidecar/state/backend"
+)
+
+// scanRecord reads the columns of recordCols into r, after extra.
+func scanRecord(row pgx.Row, r *backend.Record, extra ...any) error {
+	var upd int64
+	var exp *int64
+	if err := row.Scan(append(extra, &r.Value, &r.Writer, &r.Revision, &r.CreateRevision, &upd, &exp)...); err != nil {
+		return err
+	}
+	r.UpdatedAt = msTime(upd)
+	if exp != nil {
+		r.ExpiresAt = msTime(*exp)
+	}
+	return nil
+}
+
+// Get implements backend.Driver: one SELECT by primary key that also
+// decides liveness, at now or at the database's clock.
+func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backend.Record, error) {
+	err := d.enter(ctx)
+	if err != nil {
+		return backend.Record{}, err
+	}
+	r := backend.Record{Key: key}
+	err = scanRecord(d.pool.QueryRow(ctx, d.q.get, ns, []byte(key), nowArg(now)), &r)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return backend.Record{}, backend.ErrNotFound
+	}
+	if err != nil {
+		return backend.Record{}, d.fail(ctx, "get", err)
+	}
+	return r, nil
+}
+
+// GetMany implements backend.Driver: one statement, so the records are one
+// consistent snapshot.
+func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Record, error) {
+	err := d.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([][]byte, len(q.Keys))
+	for i, k := range q.Keys {
+		keys[i] = []byte(k)
+	}
+	rows, err := d.pool.Query(ctx, d.q.getMany, q.NS, keys, nowArg(q.Now))
+	if err != nil {
+		return nil, d.fail(ctx, "get many", err)
+	}
+	out, _, err := scanRead(rows, q.Keys, q.IncludeExpired)
+	if err != nil {
+		return nil, d.fail(ctx, "get many", err)
+	}
+	return out, nil
+}
+
+// scanRead reads the rows of getMany or lock_read: one per key, in order,
+// each ending with the time the read was evaluated at (Unix ms), which it
+// returns too.
+func scanRead(rows pgx.Rows, keys []string, includeExpired bool) ([]backend.Record, int64, error) {
+	defer rows.Close()
+	out := make([]backend.Record, 0, len(keys))
+	var nowMs int64
+	for rows.Next() {
+		var key, value []byte
+		var writer *string
+		var rev, crev, upd, exp *int64
+		if err := rows.Scan(&key, &value, &writer, &rev, &crev, &upd, &exp, &nowMs); err != nil {
+			return nil, 0, err
+		}
+		r := backend.Record{Key: keys[len(out)]}
+		if rev != nil {
+			r.Value, r.Writer, r.Revision, r.CreateRevision, r.UpdatedAt = value, *writer, *rev, *crev, msTime(*upd)
+			if exp != nil {
+				r.ExpiresAt = msTime(*exp)
+				if *exp <= nowMs {
+					r.Expired = true
+				}
+			}
+			if r.Expired && !includeExpired {
+				r = backend.Record{Key: r.Key}
+			}
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	if len(out) != len(keys) {
+		return nil, 0, errors.New("the database returned fewer rows than keys")
+	}
+	return out, nowMs, nil
+}
+
+// List implements backend.Driver: one range scan of the primary key,
+// bounded below by the greater of the prefix and the cursor and above by
+// the end of the prefix.
+func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Record, error) {
+	err := d.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	after, lower := 0, q.Prefix
+	if q.After != "" && q.After >= q.Prefix {
+		after, lower = 1, q.After
+	}
+	end, bounded := prefixEnd(q.Prefix)
+	keysOnly := 0
+	if q.KeysOnly {
+		keysOnly = 1
+	}
+	args := []any{q.NS, []byte(lower), nowArg(q.Now), q.Limit}
+	b := 0
+	if bounded {
+		b = 1
+		args = append(args, end)
+	}
+	rows, err := d.pool.Query(ctx, d.q.list[after][b][keysOnly], args...)
+	if err != nil {
+		return nil, d.fail(ctx, "list", err)
+	}
+	defer rows.Close()
+	var out []backend.Record
+	for rows.Next() {
+		var r backend.Record
+		var key []byte
+		if q.KeysOnly {
+			err = rows.Scan(&key, &r.Revision, &r.CreateRevision)
+		} else {
+			err = scanRecord(rows, &r, &key)
+		}
+		if err != nil {
+			return nil, d.fail(ctx, "list", err)
+		}
+		r.Key = string(key)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.fail(ctx, "list", err)
+	}
+	return out, nil
+}
+
+// Count implements backend.Driver in one statement.
+func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Counts, error) {
+	err := d.enter(ctx)
+	if err != nil {
+		return backend.Counts{}, err
+	}
+	sql, args := d.q.count(q.NS, nowArg(q.Now), q.Prefixes)
+	c := backend.Counts{Prefixes: make([]int64, len(q.Prefixes))}
+	dst := make([]any, 0, len(q.Prefixes)+1)
+	for i := range c.Prefixes {
+		dst = append(dst, &c.Prefixes[i])
+	}
+	if err := d.pool.QueryRow(ctx, sql, args...).Scan(append(dst, &c.Events)...); err != nil {
+		return backend.Counts{}, d.fail(ctx, "count", err)
+	}
+	return c, nil
+}
+
+// History implements backend.Driver: one range scan of the events' primary
+// key, or of their index by key.
+func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backend.Event, error) {
+	err := d.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	before := q.Before
+	if before == 0 {
+		before = math.MaxInt64
+	}
+	var rows pgx.Rows
+	if q.Key != "" {
+		rows, err = d.pool.Query(ctx, d.q.historyByKey, q.NS, []byte(q.Key), before, q.Limit)
+	} else {
+		rows, err = d.pool.Query(ctx, d.q.historyAll, q.NS, before, q.Limit)
+	}
+	if err != nil {
+		return nil, d.fail(ctx, "history", err)
+	}
+	defer rows.Close()
+	var out []backend.Event
+	for rows.Next() {
+		var e backend.Event
+		var key []byte
+		var at int64
+		if err := rows.Scan(&e.ID, &e.Revision, &key, &e.Op, &e.Value, &e.Prev, &e.Writer, &at); err != nil {
+			return nil, d.fail(ctx, "history", err)
+		}
+		e.Key, e.Time = string(key), msTime(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.fail(ctx, "history", err)
+	}
+	return out, nil
+}
