@@ -34,10 +34,14 @@ type Resume struct {
 // whose claim expired and was taken over cannot overwrite its successor), and
 // WithStatus(StatusDone or StatusFailed), which finishes the run in the same
 // atomic write. A finished run accepts no more checkpoints (a *ClaimError
-// matching ErrFinished), except an exact replay of the one that finished it.
-// An unknown run is an error matching ErrNotFound.
+// matching ErrFinished), except an exact replay of the one that finished it;
+// with WithAgent or WithFence, a replay succeeds only when they match the
+// claim that was last on the run, and is a *NotHeldError otherwise, so a
+// worker that lost its claim is never told that its write succeeded. Only
+// WithFence tells the holder apart from an agent that restarted and reuses
+// the holder's id. An unknown run is an error matching ErrNotFound.
 func (s *Store) Checkpoint(ctx context.Context, id string, step int64, output any, opts ...Option) (Run, error) {
-	r, err := s.checkpoint(ctx, id, step, output, collect(opts))
+	r, err := withOptions("Checkpoint", opts, func(o callOptions) (Run, error) { return s.checkpoint(ctx, id, step, output, o) })
 	return r, wrap("workflow.checkpoint", id, err)
 }
 
@@ -59,17 +63,21 @@ func (s *Store) checkpoint(ctx context.Context, id string, step int64, output an
 		return Run{}, err
 	}
 	var res Run
-	err = s.updateRun(ctx, id, []string{layout.Output(id, step)}, func(v *layout.RunValue, cr backend.Record, extra []backend.Record, now time.Time) (*backend.Txn, error) {
+	err = s.updateRun(ctx, id, []string{layout.Output(id, step)}, func(v *layout.RunValue, extra []backend.Record, now time.Time) (*backend.Txn, error) {
 		or := extra[0]
 		st := Status(v.Status)
+		nowMs := layout.Ms(now)
 		if st.Finished() {
+			if err := checkLastHolder(o, v); err != nil {
+				return nil, err
+			}
 			if o.status == st && or.Live() && bytes.Equal(or.Value, out) {
-				res = runOf(id, v, backend.Record{})
+				res = runOf(id, v, nowMs)
 				return nil, nil // a replay of the checkpoint that finished the run
 			}
 			return nil, &ClaimError{Status: st, Holder: v.AgentID}
 		}
-		if err := s.checkHolder(o, cr, v); err != nil {
+		if err := checkHolder(o, v, nowMs); err != nil {
 			return nil, err
 		}
 		nv := *v
@@ -77,55 +85,76 @@ func (s *Store) checkpoint(ctx context.Context, id string, step int64, output an
 		switch {
 		case o.status != "":
 			nv.Status = string(o.status)
+			nv.ClaimExpiresAt, nv.ClaimTTL = 0, 0
 		case st == StatusCreated || st == StatusClaimed:
-			nv.Status = string(StatusRunning)
+			nv.Status = layout.Running
 		}
-		nv.UpdatedAt = layout.Ms(now)
+		if o.status == "" && v.ClaimLive(nowMs) {
+			ttl := v.ClaimTTL
+			if ttl <= 0 {
+				ttl = ttlMillis(s.c.opts.ClaimTTL)
+			}
+			nv.ClaimExpiresAt, nv.ClaimTTL = nowMs+ttl, ttl
+		}
+		nv.UpdatedAt = nowMs
 		txn := runWrite(id, v, &nv, now)
 		txn.Then = append(txn.Then, backend.Op{Kind: backend.OpPut, Key: layout.Output(id, step), Value: out, Writer: o.agent, Time: now})
 		st2 := step
 		txn.Events = []backend.Event{{Key: id, Op: "workflow.checkpoint", Value: layout.EventOf(&nv, &st2), Prev: layout.EventOf(v, nil), Writer: o.agent}}
-		claim := backend.Record{}
-		switch {
-		case o.status != "":
-			txn.Then = append(txn.Then, backend.Op{Kind: backend.OpDelete, Key: layout.Claim(id)})
+		if o.status != "" {
 			txn.Events = append(txn.Events, backend.Event{Key: id, Op: "workflow.finish", Value: layout.EventOf(&nv, nil), Writer: o.agent})
-		case cr.Live():
-			ttl := claimTTLOf(cr, s.c.opts.ClaimTTL)
-			txn.Then = append(txn.Then, backend.Op{Kind: backend.OpPut, Key: layout.Claim(id), Value: cr.Value, Writer: cr.Writer, TTL: ttl, Time: now})
-			claim = backend.Record{Revision: 1, ExpiresAt: now.Add(ttl)}
-		case cr.Found():
-			claim = cr
 		}
-		res = runOf(id, &nv, claim)
+		res = runOf(id, &nv, nowMs)
 		return txn, nil
 	})
 	return res, err
 }
 
-// checkHolder enforces WithAgent and WithFence: the caller must hold the
-// run's live claim.
-func (s *Store) checkHolder(o callOptions, cr backend.Record, v *layout.RunValue) error {
+// checkHolder enforces WithAgent and WithFence on an open run: the caller
+// must hold its live claim.
+func checkHolder(o callOptions, v *layout.RunValue, nowMs int64) error {
 	if o.agent == "" && !o.fenceSet {
 		return nil
 	}
-	if !cr.Live() || (o.agent != "" && cr.Writer != o.agent) || (o.fenceSet && o.fence != v.Fence) {
-		return notHeld(cr, v)
+	if !v.ClaimLive(nowMs) || (o.agent != "" && v.AgentID != o.agent) || (o.fenceSet && o.fence != v.Fence) {
+		return notHeld(v, nowMs)
+	}
+	return nil
+}
+
+// checkLastHolder enforces WithAgent and WithFence on a finished run, which
+// nobody holds any more: only the last claim (its fence, its agent) may
+// replay the write that finished the run and be told it succeeded. A
+// worker whose claim was taken over, or was released, gets a
+// *NotHeldError.
+func checkLastHolder(o callOptions, v *layout.RunValue) error {
+	if o.agent == "" && !o.fenceSet {
+		return nil
+	}
+	if v.AgentID == "" || (o.agent != "" && v.AgentID != o.agent) || (o.fenceSet && o.fence != v.Fence) {
+		return &NotHeldError{}
 	}
 	return nil
 }
 
 // CompleteRun finishes run id as done. It honours WithAgent and WithFence
-// (see Checkpoint). Completing a done run again succeeds without change.
+// (see Checkpoint): with either, a caller that does not hold the run's live
+// claim gets a *NotHeldError. Completing a done run again succeeds without
+// change, for a caller giving WithAgent or WithFence only when they match
+// the claim that was last on the run.
+//
+// Only WithFence protects against an agent that restarted and reuses its
+// id: the restarted agent has the same id as the holder but not its fence.
 func (s *Store) CompleteRun(ctx context.Context, id string, opts ...Option) (Run, error) {
-	r, err := s.finish(ctx, id, StatusDone, collect(opts))
+	r, err := withOptions("CompleteRun", opts, func(o callOptions) (Run, error) { return s.finish(ctx, id, StatusDone, o) })
 	return r, wrap("workflow.complete", id, err)
 }
 
 // FailRun finishes run id as failed. It honours WithAgent and WithFence
-// (see Checkpoint). Failing a failed run again succeeds without change.
+// exactly as CompleteRun does. Failing a failed run again succeeds without
+// change, on the same terms.
 func (s *Store) FailRun(ctx context.Context, id string, opts ...Option) (Run, error) {
-	r, err := s.finish(ctx, id, StatusFailed, collect(opts))
+	r, err := withOptions("FailRun", opts, func(o callOptions) (Run, error) { return s.finish(ctx, id, StatusFailed, o) })
 	return r, wrap("workflow.fail", id, err)
 }
 
@@ -137,24 +166,28 @@ func (s *Store) finish(ctx context.Context, id string, status Status, o callOpti
 		return Run{}, err
 	}
 	var res Run
-	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, cr backend.Record, _ []backend.Record, now time.Time) (*backend.Txn, error) {
+	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, _ []backend.Record, now time.Time) (*backend.Txn, error) {
+		nowMs := layout.Ms(now)
 		if st := Status(v.Status); st.Finished() {
+			if err := checkLastHolder(o, v); err != nil {
+				return nil, err
+			}
 			if st == status {
-				res = runOf(id, v, backend.Record{})
+				res = runOf(id, v, nowMs)
 				return nil, nil
 			}
 			return nil, &ClaimError{Status: st, Holder: v.AgentID}
 		}
-		if err := s.checkHolder(o, cr, v); err != nil {
+		if err := checkHolder(o, v, nowMs); err != nil {
 			return nil, err
 		}
 		nv := *v
 		nv.Status = string(status)
-		nv.UpdatedAt = layout.Ms(now)
+		nv.ClaimExpiresAt, nv.ClaimTTL = 0, 0
+		nv.UpdatedAt = nowMs
 		txn := runWrite(id, v, &nv, now)
-		txn.Then = append(txn.Then, backend.Op{Kind: backend.OpDelete, Key: layout.Claim(id)})
 		txn.Events = []backend.Event{{Key: id, Op: "workflow.finish", Value: layout.EventOf(&nv, nil), Prev: layout.EventOf(v, nil), Writer: o.agent}}
-		res = runOf(id, &nv, backend.Record{})
+		res = runOf(id, &nv, nowMs)
 		return txn, nil
 	})
 	return res, err

@@ -2,9 +2,7 @@ package state
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/statesidecar/state/backend"
@@ -46,7 +44,7 @@ type Claim struct {
 //   - A done or failed run gives a *ClaimError matching ErrFinished; an
 //     unknown run an error matching ErrNotFound.
 func (s *Store) ClaimRun(ctx context.Context, id, agentID string, opts ...Option) (Claim, error) {
-	c, err := s.claimRun(ctx, id, agentID, collect(opts))
+	c, err := withOptions("ClaimRun", opts, func(o callOptions) (Claim, error) { return s.claimRun(ctx, id, agentID, o) })
 	return c, wrap("workflow.claim", id, err)
 }
 
@@ -73,40 +71,40 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 		return s.claimNative(ctx, c, id, agent, ttl)
 	}
 	var out Claim
-	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, cr backend.Record, _ []backend.Record, now time.Time) (*backend.Txn, error) {
+	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, _ []backend.Record, now time.Time) (*backend.Txn, error) {
 		st := Status(v.Status)
 		if st.Finished() {
 			return nil, &ClaimError{Status: st, Holder: v.AgentID}
 		}
-		claimOp := backend.Op{Kind: backend.OpPut, Key: layout.Claim(id), Value: claimValue(ttl), Writer: agent, TTL: ttl, Time: now}
-		live := backend.Record{Revision: 1, ExpiresAt: now.Add(ttl)}
-		if cr.Live() {
-			if cr.Writer != agent {
-				return nil, &ClaimError{Status: st, Holder: cr.Writer}
-			}
-			out = Claim{Run: runOf(id, v, live), Fence: v.Fence, Attempt: v.Attempt, ExpiresAt: live.ExpiresAt, Renewed: true}
-			return &backend.Txn{
-				Then:   []backend.Op{claimOp},
-				Events: []backend.Event{{Key: id, Op: "workflow.heartbeat", Value: layout.EventOf(v, nil), Writer: agent}},
-			}, nil
-		}
+		nowMs := layout.Ms(now)
 		nv := *v
+		nv.ClaimTTL = ttlMillis(ttl)
+		nv.ClaimExpiresAt = nowMs + nv.ClaimTTL
+		if v.ClaimLive(nowMs) {
+			if v.AgentID != agent {
+				return nil, &ClaimError{Status: st, Holder: v.AgentID}
+			}
+			out = Claim{Run: runOf(id, &nv, nowMs), Fence: v.Fence, Attempt: v.Attempt,
+				ExpiresAt: layout.Time(nv.ClaimExpiresAt), Renewed: true}
+			txn := runWrite(id, v, &nv, now)
+			txn.Events = []backend.Event{{Key: id, Op: "workflow.heartbeat", Value: layout.EventOf(v, nil), Writer: agent}}
+			return txn, nil
+		}
 		nv.AgentID = agent
 		if st == StatusCreated {
-			nv.Status = string(StatusClaimed) // a takeover keeps claimed or running
+			nv.Status = layout.Claimed // a takeover keeps claimed or running
 		}
 		nv.Attempt++
 		nv.Fence++
-		nv.UpdatedAt = layout.Ms(now)
+		nv.UpdatedAt = nowMs
 		op := "workflow.claim"
 		if v.AgentID != "" { // its holder's claim expired without a release
 			op = "workflow.reclaim"
 		}
 		txn := runWrite(id, v, &nv, now)
-		txn.Then = append(txn.Then, claimOp)
 		txn.Events = []backend.Event{{Key: id, Op: op, Value: layout.EventOf(&nv, nil), Prev: layout.EventOf(v, nil), Writer: agent}}
-		out = Claim{Run: runOf(id, &nv, live), Fence: nv.Fence, Attempt: nv.Attempt, ExpiresAt: live.ExpiresAt,
-			Reclaimed: op == "workflow.reclaim"}
+		out = Claim{Run: runOf(id, &nv, nowMs), Fence: nv.Fence, Attempt: nv.Attempt,
+			ExpiresAt: layout.Time(nv.ClaimExpiresAt), Reclaimed: op == "workflow.reclaim"}
 		return txn, nil
 	})
 	if err != nil {
@@ -118,6 +116,7 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 // claimNative claims through the driver's one-round-trip fast path.
 func (s *Store) claimNative(ctx context.Context, c backend.Claimer, id, agent string, ttl time.Duration) (Claim, error) {
 	_, now := s.now()
+	ttl = time.Duration(ttlMillis(ttl)) * time.Millisecond // as the portable path rounds it
 	res, err := c.ClaimRun(ctx, &backend.ClaimQuery{NS: s.ns, Now: now, RunID: id, AgentID: agent, TTL: ttl})
 	if err != nil {
 		return Claim{}, err
@@ -130,42 +129,19 @@ func (s *Store) claimNative(ctx context.Context, c backend.Claimer, id, agent st
 		return Claim{}, err
 	}
 	switch res.Outcome {
-	case backend.ClaimFinished:
+	case backend.ClaimFinished, backend.ClaimHeld:
 		return Claim{}, &ClaimError{Status: Status(v.Status), Holder: v.AgentID}
-	case backend.ClaimHeld:
-		return Claim{}, &ClaimError{Status: Status(v.Status), Holder: res.Claim.Writer}
 	case backend.ClaimAcquired, backend.ClaimRenewed:
-		return Claim{Run: runOf(id, v, res.Claim), Fence: v.Fence, Attempt: v.Attempt, ExpiresAt: res.Claim.ExpiresAt,
-			Renewed: res.Outcome == backend.ClaimRenewed, Reclaimed: res.Reclaimed}, nil
+		return Claim{Run: runOf(id, v, layout.Ms(res.Now)), Fence: v.Fence, Attempt: v.Attempt,
+			ExpiresAt: layout.Time(v.ClaimExpiresAt), Renewed: res.Outcome == backend.ClaimRenewed,
+			Reclaimed: res.Reclaimed}, nil
 	}
 	return Claim{}, fmt.Errorf("driver returned unknown claim outcome %d", res.Outcome)
 }
 
-// claimValue encodes a claim's TTL so that checkpoints can extend it.
-func claimValue(ttl time.Duration) []byte {
-	return []byte(strconv.FormatInt(ttl.Milliseconds(), 10))
-}
-
-// claimTTLOf decodes a claim's TTL, falling back to def.
-func claimTTLOf(r backend.Record, def time.Duration) time.Duration {
-	ms, err := strconv.ParseInt(string(r.Value), 10, 64)
-	if err != nil || ms <= 0 {
-		return def
-	}
-	return time.Duration(ms) * time.Millisecond
-}
-
-// runWrite returns a Txn that replaces run old by nv, moving it between
-// status indexes when its status changed.
-func runWrite(id string, old, nv *layout.RunValue, now time.Time) *backend.Txn {
-	val, _ := json.Marshal(nv)
-	txn := &backend.Txn{Then: []backend.Op{{Kind: backend.OpPut, Key: layout.Run(id), Value: val, Time: now}}}
-	if old.Status != nv.Status {
-		txn.Then = append(txn.Then,
-			backend.Op{Kind: backend.OpDelete, Key: layout.StatusIndex(old.Status) + old.Order},
-			backend.Op{Kind: backend.OpPut, Key: layout.StatusIndex(nv.Status) + nv.Order, Time: now})
-	}
-	return txn
+// ttlMillis converts a claim TTL to whole milliseconds, rounding up.
+func ttlMillis(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
 }
 
 // ReleaseRun gives agentID's live claim on run id back, so that another
@@ -185,32 +161,32 @@ func (s *Store) releaseRun(ctx context.Context, id, agent string) (Run, error) {
 		return Run{}, err
 	}
 	var out Run
-	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, cr backend.Record, _ []backend.Record, now time.Time) (*backend.Txn, error) {
+	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, _ []backend.Record, now time.Time) (*backend.Txn, error) {
 		if Status(v.Status).Finished() {
 			return nil, &ClaimError{Status: Status(v.Status), Holder: v.AgentID}
 		}
-		if !cr.Live() || cr.Writer != agent {
-			return nil, notHeld(cr, v)
+		nowMs := layout.Ms(now)
+		if !v.ClaimLive(nowMs) || v.AgentID != agent {
+			return nil, notHeld(v, nowMs)
 		}
 		nv := *v
-		nv.AgentID = ""
-		if nv.Status == string(StatusClaimed) {
-			nv.Status = string(StatusCreated)
+		nv.AgentID, nv.ClaimExpiresAt, nv.ClaimTTL = "", 0, 0
+		if nv.Status == layout.Claimed {
+			nv.Status = layout.Created
 		}
-		nv.UpdatedAt = layout.Ms(now)
+		nv.UpdatedAt = nowMs
 		txn := runWrite(id, v, &nv, now)
-		txn.Then = append(txn.Then, backend.Op{Kind: backend.OpDelete, Key: layout.Claim(id)})
 		txn.Events = []backend.Event{{Key: id, Op: "workflow.release", Value: layout.EventOf(&nv, nil), Prev: layout.EventOf(v, nil), Writer: agent}}
-		out = runOf(id, &nv, backend.Record{})
+		out = runOf(id, &nv, nowMs)
 		return txn, nil
 	})
 	return out, err
 }
 
 // notHeld describes who holds a run's claim instead of the caller.
-func notHeld(cr backend.Record, v *layout.RunValue) error {
-	if !cr.Live() {
+func notHeld(v *layout.RunValue, nowMs int64) error {
+	if !v.ClaimLive(nowMs) {
 		return &NotHeldError{}
 	}
-	return &NotHeldError{Holder: cr.Writer, Fence: v.Fence}
+	return &NotHeldError{Holder: v.AgentID, Fence: v.Fence}
 }

@@ -20,6 +20,26 @@ type ClockFunc func() time.Time
 // Now returns f().
 func (f ClockFunc) Now() time.Time { return f() }
 
+// A TimerClock is a Clock that can also wake a goroutine when it reaches a
+// time. When a store's clock is one, KeepAlive waits on it, so that a fake
+// clock (statetest.Clock) drives renewals and expiry without sleeping;
+// otherwise the store waits on the process's timers.
+type TimerClock interface {
+	Clock
+	// TimerAt returns a channel that receives once the clock reaches t (at
+	// once if it has) and a function that stops the timer.
+	TimerAt(t time.Time) (<-chan time.Time, func())
+}
+
+// timerAt returns a timer that fires when the store's clock reaches t.
+func (c *core) timerAt(t time.Time) (<-chan time.Time, func()) {
+	if tc, ok := c.clock.(TimerClock); ok {
+		return tc.TimerAt(t)
+	}
+	tm := time.NewTimer(max(t.Sub(c.clock.Now()), 0))
+	return tm.C, func() { tm.Stop() }
+}
+
 // systemClock is the process clock.
 type systemClock struct{}
 

@@ -5,15 +5,17 @@
 // A [Store] offers key-value entries with TTLs and versions, a registry of
 // workflow runs with atomic claims, checkpoints and crash recovery, leases
 // with fencing tokens, session snapshots, an audit history and health, over
-// pluggable backends: SQLite (embedded, the default), Redis (several
-// processes sharing one server) and memory (tests, ephemeral use).
+// pluggable backends: SQLite (embedded, the default), Redis and PostgreSQL
+// (several processes sharing one server) and memory (tests, ephemeral use).
 //
 // # Concepts
 //
 // Key-value entries ([Store.Set], [Store.Get], [Store.Delete], [Store.List])
 // hold any JSON value. Every write gets a version greater than any the key
-// had before; [IfVersion] turns a write into a compare-and-set. [WithTTL]
-// makes an entry expire.
+// had before: the namespace's revision at that write, not a count of the
+// key's writes (revisions, and so versions and fences, count per namespace).
+// [IfVersion] turns a write into a compare-and-set. [WithTTL] makes an entry
+// expire. An option a method does not honour is an error naming it.
 //
 // A workflow run ([Store.CreateRun]) moves through created → claimed →
 // running → done | failed. [Store.ClaimRun] is atomic: of any number of
@@ -21,16 +23,21 @@
 // heartbeats (claiming again, or any [Store.Checkpoint]); once it has
 // expired any agent may claim the run again, with a higher attempt and fence,
 // and resume from its last checkpoint ([Store.ResumeRun]). Passing the fence
-// back with [WithFence] makes a stale worker's checkpoint fail instead of
-// overwriting its successor's.
+// back with [WithFence] makes a stale worker's checkpoint, completion or
+// failure fail with [ErrNotHeld] instead of overwriting its successor's or
+// being told it succeeded. [WithAgent] checks the holder's id instead, which
+// cannot tell the holder from an agent that restarted and reuses its id:
+// only the fence protects against that.
 //
 // A lease ([Store.TryAcquire], [Store.Acquire], [Store.Renew],
 // [Store.Release], [Store.KeepAlive]) is an exclusive lock that expires.
-// Its fencing token never decreases for a resource.
+// Its fencing token never decreases for a resource. A keep-alive renews it in
+// the background and stops, at the latest, at the lease's expiry.
 //
 // Sessions ([Store.SaveSession], [Store.RestoreSession]) keep snapshots of
 // conversational context. [Store.History] is the audit log of every state
-// transition; it is trimmed by count and age ([Options]). [Store.Health]
+// transition; it is kept within its count limit as it is written, and
+// trimmed by age when swept ([Options]). [Store.Health]
 // counts what a namespace holds; [Store.Reset] wipes it.
 //
 // [Store.Namespace] narrows a store: everything is isolated per namespace.
@@ -46,6 +53,7 @@
 //	sqlite:///abs/path/state.db     backend/sqlitestate: SQLite file (WAL)
 //	sqlite:relative/state.db
 //	redis://host:6379/0             backend/redisstate: Redis (rediss:// for TLS)
+//	postgres://user@host:5432/db    backend/pgstate: PostgreSQL (postgresql:// too; ?schema=)
 //
 // A "namespace" query parameter selects the namespace. Every backend passes
 // the same conformance suite, backend/backendtest.
@@ -54,27 +62,31 @@
 //
 // Every error is an [*Error] naming the operation and key, wrapping a
 // sentinel ([ErrNotFound], [ErrConflict], [ErrLeaseHeld], [ErrNotHeld],
-// [ErrClaimed], [ErrFinished], [ErrInvalid], [ErrClosed]) or the backend's
-// or context's error. Branch with errors.Is; read details ([*FieldError],
-// [*ConflictError], [*HeldError], [*ClaimError], [*NotHeldError]) with
-// errors.As. Bad input never changes anything stored.
+// [ErrClaimed], [ErrFinished], [ErrInvalid], [ErrClosed], [ErrUnavailable])
+// or the backend's or context's error. Branch with errors.Is; read details
+// ([*FieldError], [*ConflictError], [*HeldError], [*ClaimError],
+// [*NotHeldError], [*LeaseExpiredError]) with errors.As. Bad input never changes anything stored.
 //
 // # Time and TTL
 //
-// Times have millisecond precision. A record whose expiry equals now is
-// expired. One clock decides expiry for a store: the process clock for
-// embedded backends, and the server's clock for Redis, so that processes on
-// hosts with skewed clocks still agree. [Options].Clock injects a clock
-// (see package statetest), which tests use to move time without sleeping.
-// Expired records are invisible at once and removed in the background
-// ([Store.Sweep]).
+// Times have millisecond precision: a TTL that is not a whole number of
+// milliseconds is rounded up. A record whose expiry equals now is expired.
+// One clock decides expiry for a store: the process clock for embedded
+// backends, and the server's clock for Redis and PostgreSQL, so that
+// processes on hosts with skewed clocks still agree. [Options].Clock
+// injects a clock (see package statetest), which tests use to move time
+// without sleeping. Expired records are invisible at once and removed in the
+// background ([Store.Sweep]).
 //
 // # Concurrency
 //
 // A Store is safe for concurrent use, by any number of goroutines and, on
-// SQLite and Redis, by any number of processes sharing the backend. Writes
-// are atomic; claims and leases have exactly one winner. Leases and claims
-// are only as safe as their TTLs: a holder paused past its expiry may still
-// believe it holds the lease, which is why fences exist. Give the fence to
-// whatever you protect and let it refuse smaller ones.
+// SQLite, Redis and PostgreSQL, by any number of processes sharing the
+// backend. Writes are atomic; claims and leases have exactly one winner. No
+// call waits on a backend without limit: a busy backend fails a call with
+// [ErrUnavailable] after its bound (SQLite's lock timeout), and
+// [Store.Close] cancels background work. Leases and claims are only as safe
+// as their TTLs: a holder paused past its expiry may still believe it holds
+// the lease, which is why fences exist. Give the fence to whatever you
+// protect and let it refuse smaller ones.
 package state

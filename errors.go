@@ -16,6 +16,10 @@ var (
 	ErrNotFound = backend.ErrNotFound
 	// ErrClosed: the store was closed.
 	ErrClosed = backend.ErrClosed
+	// ErrUnavailable: the backend could not serve the call within its bound
+	// (a SQLite file locked by another process for longer than
+	// sqlitestate's LockTimeout, say). Nothing was written; try again later.
+	ErrUnavailable = backend.ErrUnavailable
 	// ErrInvalid: an argument was rejected; a *FieldError names it.
 	ErrInvalid = errors.New("invalid argument")
 	// ErrConflict: a compare-and-set failed; a *ConflictError names the

@@ -37,14 +37,17 @@ func Example() {
 // Compare-and-set: a write conditioned on the version the writer read.
 func ExampleIfVersion() {
 	ctx := context.Background()
-	st := state.New(memstate.New(), nil)
+	st, err := state.New(memstate.New(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer st.Close()
 
 	e, _ := st.Set(ctx, "counter", 1)
 	if _, err := st.Set(ctx, "counter", 2, state.IfVersion(e.Version)); err != nil {
 		log.Fatal(err)
 	}
-	_, err := st.Set(ctx, "counter", 3, state.IfVersion(e.Version)) // stale version
+	_, err = st.Set(ctx, "counter", 3, state.IfVersion(e.Version)) // stale version
 	var conflict *state.ConflictError
 	fmt.Println(errors.Is(err, state.ErrConflict), errors.As(err, &conflict) && conflict.Current > e.Version)
 	// Output: true true
@@ -56,7 +59,10 @@ func ExampleIfVersion() {
 func ExampleStore_ClaimRun() {
 	ctx := context.Background()
 	clk := statetest.NewClock()
-	st := state.New(memstate.New(), &state.Options{Clock: clk})
+	st, err := state.New(memstate.New(), &state.Options{Clock: clk})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer st.Close()
 
 	run, _ := st.CreateRun(ctx, "pr-review", map[string]string{"pr": "42"})
@@ -69,7 +75,7 @@ func ExampleStore_ClaimRun() {
 	res, _ := st.ResumeRun(ctx, run.ID)
 	fmt.Println("reclaimed:", b.Reclaimed, "attempt:", b.Attempt, "resume after step", res.LastStep)
 
-	_, err := st.Checkpoint(ctx, run.ID, 2, "late", state.WithFence(a.Fence))
+	_, err = st.Checkpoint(ctx, run.ID, 2, "late", state.WithFence(a.Fence))
 	fmt.Println("stale worker refused:", errors.Is(err, state.ErrNotHeld))
 
 	done, _ := st.Checkpoint(ctx, run.ID, 2, "LGTM", state.WithFence(b.Fence), state.WithStatus(state.StatusDone))
@@ -99,11 +105,14 @@ func ExampleStore_DiscoverRuns() {
 func ExampleStore_TryAcquire() {
 	ctx := context.Background()
 	clk := statetest.NewClock()
-	st := state.New(memstate.New(), &state.Options{Clock: clk})
+	st, err := state.New(memstate.New(), &state.Options{Clock: clk})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer st.Close()
 
 	a, _ := st.TryAcquire(ctx, "pr:42:comments", "worker-a", 30*time.Second)
-	_, err := st.TryAcquire(ctx, "pr:42:comments", "worker-b", 30*time.Second)
+	_, err = st.TryAcquire(ctx, "pr:42:comments", "worker-b", 30*time.Second)
 	fmt.Println(err)
 
 	clk.Advance(30 * time.Second)
@@ -117,7 +126,10 @@ func ExampleStore_TryAcquire() {
 // Keep a lease alive in the background while working.
 func ExampleStore_KeepAlive() {
 	ctx := context.Background()
-	st := state.New(memstate.New(), nil)
+	st, err := state.New(memstate.New(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer st.Close()
 
 	l, err := st.Acquire(ctx, "leader", "replica-1", 15*time.Second)
@@ -138,7 +150,10 @@ func ExampleStore_KeepAlive() {
 // Save and restore an agent's conversational context.
 func ExampleStore_SaveSession() {
 	ctx := context.Background()
-	st := state.New(memstate.New(), nil)
+	st, err := state.New(memstate.New(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer st.Close()
 
 	_, _ = st.SaveSession(ctx, "worker-a:pr-42", map[string]any{"next": "security review"})
@@ -150,7 +165,10 @@ func ExampleStore_SaveSession() {
 // Every transition is in the history, newest first.
 func ExampleStore_History() {
 	ctx := context.Background()
-	st := state.New(memstate.New(), nil)
+	st, err := state.New(memstate.New(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer st.Close()
 
 	_, _ = st.Set(ctx, "diff", "v1", state.WithAgent("orchestrator"))
@@ -167,13 +185,16 @@ func ExampleStore_History() {
 // Namespaces isolate tenants sharing one backend.
 func ExampleStore_Namespace() {
 	ctx := context.Background()
-	st := state.New(memstate.New(), nil)
+	st, err := state.New(memstate.New(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer st.Close()
 
 	a, _ := st.Namespace("team-a")
 	b, _ := st.Namespace("team-b")
 	_, _ = a.Set(ctx, "k", "a's")
-	_, err := b.Get(ctx, "k")
+	_, err = b.Get(ctx, "k")
 	fmt.Println(errors.Is(err, state.ErrNotFound))
 	// Output: true
 }
@@ -181,7 +202,10 @@ func ExampleStore_Namespace() {
 // The McpStateTool interface of agent frameworks, backed by a store.
 func ExampleStore_StateTool() {
 	ctx := context.Background()
-	st := state.New(memstate.New(), nil)
+	st, err := state.New(memstate.New(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer st.Close()
 
 	tool := st.StateTool()
@@ -194,5 +218,9 @@ func ExampleStore_StateTool() {
 
 func statetestStore() (*state.Store, *statetest.Clock) {
 	clk := statetest.NewClock()
-	return state.New(memstate.New(), &state.Options{Clock: clk}), clk
+	st, err := state.New(memstate.New(), &state.Options{Clock: clk})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return st, clk
 }

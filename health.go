@@ -2,6 +2,9 @@ package state
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/statesidecar/state/backend"
@@ -56,31 +59,67 @@ func (s *Store) health(ctx context.Context, h *Health) error {
 		return err
 	}
 	defer done()
-	prefixes := []string{layout.KVPrefix, layout.RunPrefix, layout.LeasePrefix, layout.SessionPrefix}
-	for _, st := range Statuses {
-		prefixes = append(prefixes, layout.StatusIndex(string(st)))
-	}
 	_, now := s.now()
-	c, err := s.c.drv.Count(ctx, &backend.CountQuery{NS: s.ns, Prefixes: prefixes, Now: now})
+	c, err := s.c.drv.Count(ctx, &backend.CountQuery{NS: s.ns, Now: now,
+		Prefixes: []string{layout.KVPrefix, layout.LeasePrefix, layout.SessionPrefix}})
 	if err != nil {
 		return err
 	}
-	h.Keys, h.Runs, h.Leases, h.Sessions = c.Prefixes[0], c.Prefixes[1], c.Prefixes[2], c.Prefixes[3]
-	for i, st := range Statuses {
-		h.RunsByStatus[st] = c.Prefixes[4+i]
+	h.Keys, h.Leases, h.Sessions, h.Events = c.Prefixes[0], c.Prefixes[1], c.Prefixes[2], c.Events
+	// Runs are counted by status as they change (see internal/layout), so
+	// counting them reads five records however many runs there are.
+	counters := append(slices.Clone(layout.Buckets), layout.Claimed)
+	keys := make([]string, len(counters))
+	for i, c := range counters {
+		keys[i] = layout.StatusCount(c)
 	}
-	h.Events = c.Events
+	recs, err := s.c.drv.GetMany(ctx, &backend.GetQuery{NS: s.ns, Keys: keys, Now: now})
+	if err != nil {
+		return err
+	}
+	n := map[string]int64{}
+	for i, c := range counters {
+		if n[c], err = countOf(recs[i]); err != nil {
+			return err
+		}
+	}
+	h.RunsByStatus[StatusCreated] = n[layout.Unstarted] - n[layout.Claimed]
+	h.RunsByStatus[StatusClaimed] = n[layout.Claimed]
+	for _, st := range []Status{StatusRunning, StatusDone, StatusFailed} {
+		h.RunsByStatus[st] = n[string(st)]
+	}
+	for _, c := range layout.Buckets {
+		h.Runs += n[c]
+	}
 	return nil
 }
 
-// Ping checks that the backend answers, with one point read: cheap enough
-// for a readiness probe, unlike Health, which counts.
+// countOf reads a counter record; an absent one is 0.
+func countOf(r backend.Record) (int64, error) {
+	if !r.Live() {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(r.Value), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stored counter %s is corrupt: %q", r.Key, r.Value)
+	}
+	return n, nil
+}
+
+// Ping checks that the store can serve writes now, cheaply enough for a
+// readiness probe (unlike Health, which counts). A backend that can tell
+// (backend.Pinger; SQLite: can the write lock be had within a short bound)
+// is asked; otherwise one point read checks that it answers. A busy backend
+// gives an error matching ErrUnavailable.
 func (s *Store) Ping(ctx context.Context) error {
 	done, err := s.enter()
 	if err != nil {
 		return wrap("ping", "", err)
 	}
 	defer done()
+	if p := s.c.pinger; p != nil {
+		return wrap("ping", "", p.Ping(ctx))
+	}
 	_, now := s.now()
 	_, err = s.c.drv.Get(ctx, s.ns, "ping", now) // no key lives outside the layout's prefixes
 	if err == nil || isNotFound(err) {

@@ -27,6 +27,8 @@ const (
 //	lease.acquire, lease.renew,           Value/Prev: holder, fence and expires_at (Unix ms)
 //	lease.release, lease.takeover
 //	session.save, session.delete          Value/Prev: the snapshot's size in bytes
+//	kv.import, session.import,            Value: the imported record, as kv.set, session.save,
+//	lease.import, workflow.import         lease.acquire and workflow.create record it (import.go)
 //
 // Key is the entry's key, the run id, the lease's resource id or the
 // session id.

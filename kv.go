@@ -60,7 +60,7 @@ func entryOf(key string, r backend.Record) Entry {
 // WithAgent and IfVersion. A Set without WithTTL clears an earlier TTL. Every
 // Set is recorded in history with the previous live value.
 func (s *Store) Set(ctx context.Context, key string, value any, opts ...Option) (Entry, error) {
-	e, err := s.set(ctx, key, value, collect(opts))
+	e, err := withOptions("Set", opts, func(o callOptions) (Entry, error) { return s.set(ctx, key, value, o) })
 	return e, wrap("kv.set", key, err)
 }
 
@@ -117,7 +117,7 @@ func (s *Store) putRecord(ctx context.Context, rk string, val []byte, o callOpti
 
 // checkWrite validates the options of a write.
 func (s *Store) checkWrite(o callOptions) error {
-	if o.ttlSet {
+	if o.has(optTTL) {
 		if err := checkTTL("ttl", o.ttl); err != nil {
 			return err
 		}
@@ -165,11 +165,13 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 }
 
 // Delete removes the entry at key and reports whether a live entry was
-// deleted (an expired entry is not live). It honours IfVersion; a mismatch
-// is a *ConflictError. A deletion is recorded in history.
+// deleted (an expired entry is not live). It honours IfVersion (a mismatch
+// is a *ConflictError) and WithAgent (recorded in history as the deleter). A
+// deletion is recorded in history.
 func (s *Store) Delete(ctx context.Context, key string, opts ...Option) (bool, error) {
-	o := collect(opts)
-	ok, err := s.deleteRecord(ctx, "kv.delete", "key", key, layout.KV(key), o)
+	ok, err := withOptions("Delete", opts, func(o callOptions) (bool, error) {
+		return s.deleteRecord(ctx, "kv.delete", "key", key, layout.KV(key), o)
+	})
 	return ok, wrap("kv.delete", key, err)
 }
 
@@ -218,7 +220,7 @@ func (s *Store) deleteRecord(ctx context.Context, op, field, key, rk string, o c
 // prefix is literal and case-sensitive. It honours WithLimit (default 1000,
 // at most 10000) and WithCursor.
 func (s *Store) List(ctx context.Context, prefix string, opts ...Option) (KeyPage, error) {
-	p, err := s.list(ctx, prefix, collect(opts))
+	p, err := withOptions("List", opts, func(o callOptions) (KeyPage, error) { return s.list(ctx, prefix, o) })
 	return p, wrap("kv.list", prefix, err)
 }
 
@@ -266,7 +268,7 @@ func (s *Store) list(ctx context.Context, prefix string, o callOptions) (KeyPage
 // It honours WithTTL and WithAgent (applied to every item). Keys must be
 // distinct.
 func (s *Store) SetMany(ctx context.Context, items []Item, opts ...Option) ([]Entry, error) {
-	es, err := s.setMany(ctx, items, collect(opts))
+	es, err := withOptions("SetMany", opts, func(o callOptions) ([]Entry, error) { return s.setMany(ctx, items, o) })
 	return es, wrap("kv.set_many", "", err)
 }
 
@@ -274,9 +276,6 @@ func (s *Store) setMany(ctx context.Context, items []Item, o callOptions) ([]Ent
 	lim := s.c.opts.Limits
 	if len(items) > lim.MaxBatch {
 		return nil, invalid("items", "has %d items, the limit is %d", len(items), lim.MaxBatch)
-	}
-	if o.versionOK {
-		return nil, invalid("if_version", "is not supported by batch writes")
 	}
 	if err := s.checkWrite(o); err != nil {
 		return nil, err

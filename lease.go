@@ -26,8 +26,8 @@ type Lease struct {
 	Takeover bool
 }
 
-// TryAcquire takes the lease on resource for holder for ttl, if it is free or
-// expired. The holder acquiring its own live lease again extends it and keeps
+// TryAcquire takes the lease on resource for holder for ttl (rounded up to a
+// whole number of milliseconds), if it is free or expired. The holder acquiring its own live lease again extends it and keeps
 // its fence, so that a retried call cannot lock its own caller out. When
 // another holder has it, the error is a *HeldError matching ErrLeaseHeld.
 func (s *Store) TryAcquire(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error) {
@@ -92,6 +92,7 @@ func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder s
 		if err := checkTTL("ttl", ttl); err != nil {
 			return Lease{}, err
 		}
+		ttl = roundTTL(ttl)
 	}
 	done, err := s.enter()
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 
 // An Observer is told about every call a Store makes to its backend: the
 // call's name ("get", "get_many", "list", "count", "commit", "history",
-// "reset", "update", "claim", "lease" or "sweep"), how long it took and its
+// "reset", "update", "claim", "lease", "sweep", "trim" or "ping"), how long it took and its
 // error (a backend.ErrNotFound from "get" is an answer, not a failure). Use
 // it for metrics; it must be fast and safe for concurrent use.
 type Observer func(call string, took time.Duration, err error)
@@ -23,6 +23,8 @@ type drivers struct {
 	claimer backend.Claimer
 	leaser  backend.Leaser
 	sweeper backend.Sweeper
+	trimmer backend.HistoryTrimmer
+	pinger  backend.Pinger
 }
 
 func resolve(d backend.Driver, obs Observer) drivers {
@@ -32,6 +34,8 @@ func resolve(d backend.Driver, obs Observer) drivers {
 	ds.claimer, _ = d.(backend.Claimer)
 	ds.leaser, _ = d.(backend.Leaser)
 	ds.sweeper, _ = d.(backend.Sweeper)
+	ds.trimmer, _ = d.(backend.HistoryTrimmer)
+	ds.pinger, _ = d.(backend.Pinger)
 	if obs == nil {
 		return ds
 	}
@@ -47,6 +51,12 @@ func resolve(d backend.Driver, obs Observer) drivers {
 	}
 	if ds.sweeper != nil {
 		ds.sweeper = observedSweeper{ds.sweeper, obs}
+	}
+	if ds.trimmer != nil {
+		ds.trimmer = observedTrimmer{ds.trimmer, obs}
+	}
+	if ds.pinger != nil {
+		ds.pinger = observedPinger{ds.pinger, obs}
 	}
 	return ds
 }
@@ -129,4 +139,23 @@ type observedSweeper struct {
 
 func (o observedSweeper) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.SweepResult, error) {
 	return observe(o.obs, "sweep", func() (backend.SweepResult, error) { return o.s.Sweep(ctx, q) })
+}
+
+type observedTrimmer struct {
+	t   backend.HistoryTrimmer
+	obs Observer
+}
+
+func (o observedTrimmer) TrimHistory(ctx context.Context, q *backend.TrimQuery) (backend.TrimResult, error) {
+	return observe(o.obs, "trim", func() (backend.TrimResult, error) { return o.t.TrimHistory(ctx, q) })
+}
+
+type observedPinger struct {
+	p   backend.Pinger
+	obs Observer
+}
+
+func (o observedPinger) Ping(ctx context.Context) error {
+	_, err := observe(o.obs, "ping", func() (struct{}, error) { return struct{}{}, o.p.Ping(ctx) })
+	return err
 }

@@ -12,19 +12,27 @@ type Options struct {
 	// expiry so that every process agrees. Setting Clock makes the store pass
 	// its time to every backend, which is what tests want.
 	Clock Clock
-	// Logger receives background errors (sweeping). Defaults to discarding.
+	// Logger receives background errors (sweeping) and, when the store
+	// starts, warnings about a backend configured to lose data (Redis
+	// without persistence, say). Defaults to discarding.
 	Logger *slog.Logger
 	// Namespace is the namespace the store starts in. Defaults to "default".
 	Namespace string
 	// Limits bound the size of inputs. Zero fields take their defaults.
 	Limits Limits
 	// ClaimTTL is how long a workflow claim lives without a heartbeat when a
-	// claim does not say. Defaults to 10 minutes.
+	// claim does not say. Defaults to 10 minutes. Like every TTL, it is
+	// rounded up to a whole number of milliseconds.
 	ClaimTTL time.Duration
 	// SweepInterval is how often expired records and old history are
 	// physically removed in the background. Defaults to 1 minute; a negative
 	// value disables the background sweeper (Sweep still works).
 	SweepInterval time.Duration
+	// ClockSyncInterval is how often a store whose backend's server decides
+	// the time (Redis, without an injected Clock) reads the server's clock
+	// again to keep the timestamps it writes in step. Defaults to 1 minute;
+	// a negative value reads it once, when the store is created.
+	ClockSyncInterval time.Duration
 	// SweepGrace keeps an expired record this long before it is removed, so
 	// that a lease acquired after its holder's lease expired is recorded as a
 	// takeover. Expired records are invisible at once regardless. Defaults to
@@ -38,6 +46,9 @@ type Options struct {
 	HistoryMaxEvents int64
 	// Observer, if set, is told about every backend call (for metrics).
 	Observer Observer
+	// Tracer, if set, brackets every backend call with a context (for
+	// tracing: package otelstate gives each call a span).
+	Tracer Tracer
 	// LeasePollInterval is the longest a blocking Acquire waits before trying
 	// again. Defaults to 100 milliseconds.
 	LeasePollInterval time.Duration
@@ -63,18 +74,19 @@ type Limits struct {
 
 // Defaults of Options and Limits.
 const (
-	DefaultNamespace        = "default"
-	DefaultClaimTTL         = 10 * time.Minute
-	DefaultSweepInterval    = time.Minute
-	DefaultSweepGrace       = time.Minute
-	DefaultHistoryMaxAge    = 7 * 24 * time.Hour
-	DefaultHistoryMaxEvents = 100_000
-	DefaultLeasePoll        = 100 * time.Millisecond
-	DefaultMaxKeyBytes      = 1024
-	DefaultMaxIDBytes       = 256
-	DefaultMaxValueBytes    = 1 << 20
-	DefaultMaxTags          = 32
-	DefaultMaxBatch         = 1000
+	DefaultNamespace         = "default"
+	DefaultClaimTTL          = 10 * time.Minute
+	DefaultSweepInterval     = time.Minute
+	DefaultSweepGrace        = time.Minute
+	DefaultClockSyncInterval = time.Minute
+	DefaultHistoryMaxAge     = 7 * 24 * time.Hour
+	DefaultHistoryMaxEvents  = 100_000
+	DefaultLeasePoll         = 100 * time.Millisecond
+	DefaultMaxKeyBytes       = 1024
+	DefaultMaxIDBytes        = 256
+	DefaultMaxValueBytes     = 1 << 20
+	DefaultMaxTags           = 32
+	DefaultMaxBatch          = 1000
 )
 
 func (o *Options) withDefaults() Options {
@@ -91,8 +103,12 @@ func (o *Options) withDefaults() Options {
 	if r.ClaimTTL <= 0 {
 		r.ClaimTTL = DefaultClaimTTL
 	}
+	r.ClaimTTL = roundTTL(r.ClaimTTL)
 	if r.SweepInterval == 0 {
 		r.SweepInterval = DefaultSweepInterval
+	}
+	if r.ClockSyncInterval == 0 {
+		r.ClockSyncInterval = DefaultClockSyncInterval
 	}
 	if r.SweepGrace <= 0 {
 		r.SweepGrace = DefaultSweepGrace
@@ -126,12 +142,13 @@ func (o *Options) withDefaults() Options {
 }
 
 // An Option configures a single call. Each method's documentation lists the
-// options it honours; it ignores the others.
+// options it honours; any other option is rejected with a *FieldError naming
+// it (see honours.go), so that an option never silently does nothing.
 type Option func(*callOptions)
 
 type callOptions struct {
+	set       optionSet // which options were given
 	ttl       time.Duration
-	ttlSet    bool
 	agent     string
 	version   int64
 	versionOK bool
@@ -143,27 +160,21 @@ type callOptions struct {
 	cursor    string
 }
 
-func collect(opts []Option) callOptions {
-	var o callOptions
-	for _, f := range opts {
-		if f != nil {
-			f(&o)
-		}
-	}
-	return o
-}
-
 // WithTTL makes a key-value entry or session expire ttl after the write. It
-// must be at least one millisecond. Without it a write clears an earlier TTL.
+// must be at least one millisecond; a TTL that is not a whole number of
+// milliseconds is rounded up to the next one. Without it a write clears an
+// earlier TTL.
 func WithTTL(ttl time.Duration) Option {
-	return func(o *callOptions) { o.ttl, o.ttlSet = ttl, true }
+	return func(o *callOptions) { o.set |= optTTL; o.ttl = ttl }
 }
 
-// WithAgent records who writes (Set, SetMany, SaveSession, CreateRun) and,
-// for Checkpoint, CompleteRun and FailRun, requires that this agent holds
-// the run's live claim.
+// WithAgent records who writes (Set, Delete, SetMany, SaveSession,
+// DeleteSession, CreateRun) and, for Checkpoint, CompleteRun and FailRun,
+// requires that this agent holds the run's live claim. An agent that
+// restarted and reuses the holder's id passes this check: only WithFence
+// tells them apart.
 func WithAgent(agentID string) Option {
-	return func(o *callOptions) { o.agent = agentID }
+	return func(o *callOptions) { o.set |= optAgent; o.agent = agentID }
 }
 
 // IfVersion makes Set, Delete, SaveSession and DeleteSession a
@@ -171,33 +182,37 @@ func WithAgent(agentID string) Option {
 // version, where 0 means the key must be absent. Otherwise the call fails
 // with a *ConflictError naming the current version.
 func IfVersion(version int64) Option {
-	return func(o *callOptions) { o.version, o.versionOK = version, true }
+	return func(o *callOptions) { o.set |= optVersion; o.version, o.versionOK = version, true }
 }
 
 // WithClaimTTL sets how long a claim lives without a heartbeat (ClaimRun).
+// Like WithTTL, it is rounded up to a whole number of milliseconds.
 func WithClaimTTL(ttl time.Duration) Option {
-	return func(o *callOptions) { o.claimTTL = ttl }
+	return func(o *callOptions) { o.set |= optClaimTTL; o.claimTTL = ttl }
 }
 
 // WithFence requires, for Checkpoint, CompleteRun and FailRun, that the
 // caller's claim still carries this fence token: a worker whose claim
-// expired and was taken over cannot overwrite its successor.
+// expired and was taken over cannot overwrite its successor, and is not
+// told that finishing an already finished run succeeded. Every claim has a
+// fence of its own, so this also refuses an agent that restarted and
+// reuses the holder's id.
 func WithFence(fence int64) Option {
-	return func(o *callOptions) { o.fence, o.fenceSet = fence, true }
+	return func(o *callOptions) { o.set |= optFence; o.fence, o.fenceSet = fence, true }
 }
 
 // WithStatus makes a Checkpoint finish the run as StatusDone or
 // StatusFailed in the same atomic write.
 func WithStatus(s Status) Option {
-	return func(o *callOptions) { o.status = s }
+	return func(o *callOptions) { o.set |= optStatus; o.status = s }
 }
 
 // WithLimit bounds the size of a page (List, ListRuns).
 func WithLimit(n int) Option {
-	return func(o *callOptions) { o.limit = n }
+	return func(o *callOptions) { o.set |= optLimit; o.limit = n }
 }
 
 // WithCursor continues a listing after the page that returned cursor.
 func WithCursor(cursor string) Option {
-	return func(o *callOptions) { o.cursor = cursor }
+	return func(o *callOptions) { o.set |= optCursor; o.cursor = cursor }
 }

@@ -27,7 +27,7 @@ type Session struct {
 // must encode to a JSON object. It honours WithTTL, WithAgent and IfVersion.
 // History records who saved it and its size, not its content.
 func (s *Store) SaveSession(ctx context.Context, id string, snapshot any, opts ...Option) (Session, error) {
-	ss, err := s.saveSession(ctx, id, snapshot, collect(opts))
+	ss, err := withOptions("SaveSession", opts, func(o callOptions) (Session, error) { return s.saveSession(ctx, id, snapshot, o) })
 	return ss, wrap("session.save", id, err)
 }
 
@@ -75,6 +75,8 @@ func (s *Store) RestoreSession(ctx context.Context, id string) (Session, error) 
 // DeleteSession removes session id and reports whether a live snapshot was
 // deleted. It honours IfVersion and WithAgent (recorded in history).
 func (s *Store) DeleteSession(ctx context.Context, id string, opts ...Option) (bool, error) {
-	ok, err := s.deleteRecord(ctx, "session.delete", "session_id", id, layout.Session(id), collect(opts))
+	ok, err := withOptions("DeleteSession", opts, func(o callOptions) (bool, error) {
+		return s.deleteRecord(ctx, "session.delete", "session_id", id, layout.Session(id), o)
+	})
 	return ok, wrap("session.delete", id, err)
 }

@@ -21,33 +21,56 @@ type Store struct {
 
 // core is what every namespace view of a store shares.
 type core struct {
-	drivers  // the backend, possibly observed
-	raw      backend.Driver
-	clock    Clock
-	server   *serverClock // non-nil when the backend's server decides expiry
-	opts     Options
-	started  time.Time
-	mu       sync.RWMutex // held for reading by calls, for writing by Close
-	closed   bool
-	stop     chan struct{}
-	stopped  chan struct{}
-	stopOnce sync.Once
+	drivers // the backend, possibly observed
+	raw     backend.Driver
+	clock   Clock
+	server  *serverClock // non-nil when the backend's server decides expiry
+	trim    *trimmer     // keeps history within its limit as it is written
+	opts    Options
+	started time.Time
+	mu      sync.RWMutex // held for reading by calls, for writing by Close
+	closed  bool
+	// bg is the context of the background goroutines; Close cancels it,
+	// which ends a sweep or a clock read in progress.
+	bg       context.Context
+	bgCancel context.CancelFunc
+	stopped  chan struct{} // closed when every background goroutine has ended
+	// keepalives counts the running KeepAlive goroutines, which end when bg
+	// is cancelled.
+	keepalives sync.WaitGroup
 }
 
-// New returns a Store over d. It panics if d is nil. opts may be nil.
+// New returns a Store over d; opts may be nil. It returns an error matching
+// ErrInvalid, and leaves d open, when d is nil, opts names an invalid
+// namespace or sets a ClaimTTL below a millisecond or above 100 years.
 //
 // Unless opts.SweepInterval is negative, New starts a goroutine that removes
-// expired records and old history in the background; Close stops it.
-func New(d backend.Driver, opts *Options) *Store {
+// expired records and old history in the background; for a backend whose
+// server decides the time (Redis), another keeps the store's timestamps in
+// step with the server's clock. Close stops both. A backend that can check
+// its server's configuration (backend.ConfigChecker) is asked at once, and
+// what it finds is logged as a warning (Options.Logger).
+func New(d backend.Driver, opts *Options) (*Store, error) {
 	if d == nil {
-		panic("state: New called with a nil backend.Driver")
+		return nil, wrap("new", "", invalid("driver", "must not be nil"))
 	}
 	o := opts.withDefaults()
 	if err := checkNamespace(o.Namespace); err != nil {
-		panic("state: New: " + err.Error())
+		return nil, wrap("new", "", err)
 	}
-	c := &core{drivers: resolve(d, o.Observer), raw: d, opts: o, started: time.Now(),
-		stop: make(chan struct{}), stopped: make(chan struct{})}
+	if err := checkTTL("Options.ClaimTTL", o.ClaimTTL); err != nil {
+		return nil, wrap("new", "", err)
+	}
+	c := &core{drivers: resolve(d, o.Observer), raw: d, opts: o, started: time.Now(), stopped: make(chan struct{})}
+	c.drivers = c.drivers.traced(o.Tracer)
+	c.bg, c.bgCancel = context.WithCancel(context.Background())
+	c.trim = newTrimmer(c.trimmer, o)
+	if c.claimer != nil {
+		c.claimer = trimmingClaimer{c.claimer, c.trim}
+	}
+	if c.leaser != nil {
+		c.leaser = trimmingLeaser{c.leaser, c.trim}
+	}
 	switch sc, ok := d.(backend.ServerClock); {
 	case o.Clock != nil:
 		c.clock = o.Clock
@@ -58,7 +81,7 @@ func New(d backend.Driver, opts *Options) *Store {
 		c.clock = systemClock{}
 	}
 	go c.background()
-	return &Store{c: c, ns: o.Namespace}
+	return &Store{c: c, ns: o.Namespace}, nil
 }
 
 // Namespace returns a view of the store in namespace ns: keys, runs, leases,
@@ -85,18 +108,21 @@ func (s *Store) ClaimTTL() time.Duration { return s.c.opts.ClaimTTL }
 // Driver returns the backend driver, for tests and tools.
 func (s *Store) Driver() backend.Driver { return s.c.raw }
 
-// Close stops the background sweeper, waits for calls in flight and closes
-// the backend. Later calls return ErrClosed, and so does a second Close.
+// Close stops the background goroutines (cancelling a sweep in progress)
+// and every KeepAlive, waits for calls in flight and closes the backend. Later calls return
+// ErrClosed, and so does a second Close.
 func (s *Store) Close() error {
 	c := s.c
-	c.stopOnce.Do(func() { close(c.stop) })
+	c.bgCancel()
 	<-c.stopped
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.Lock() // waits for calls in flight
 	if c.closed {
+		c.mu.Unlock()
 		return wrap("close", "", ErrClosed)
 	}
 	c.closed = true
+	c.mu.Unlock()
+	c.keepalives.Wait()
 	return wrap("close", "", c.drv.Close())
 }
 
@@ -124,7 +150,11 @@ func (s *Store) now() (stamp, drv time.Time) {
 func (s *Store) commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
 	txn.NS = s.ns
 	_, txn.Now = s.now()
-	return s.c.drv.Commit(ctx, txn)
+	res, err := s.c.drv.Commit(ctx, txn)
+	if err == nil && res.Committed {
+		s.c.trim.appended(ctx, s.ns, len(txn.Events))
+	}
+	return res, err
 }
 
 // updateFunc computes the writes of a read-modify-write from the records it
@@ -139,7 +169,19 @@ func (s *Store) update(ctx context.Context, keys []string, fn updateFunc) (backe
 	stamp, drvNow := s.now()
 	q := &backend.GetQuery{NS: s.ns, Keys: keys, Now: drvNow, IncludeExpired: true}
 	if s.c.upd != nil {
-		return s.c.upd.Update(ctx, q, fn)
+		events := 0
+		res, err := s.c.upd.Update(ctx, q, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
+			txn, err := fn(recs, now)
+			events = 0
+			if txn != nil {
+				events = len(txn.Events)
+			}
+			return txn, err
+		})
+		if err == nil && res.Committed {
+			s.c.trim.appended(ctx, s.ns, events)
+		}
+		return res, err
 	}
 	for {
 		recs, err := s.c.drv.GetMany(ctx, q)
@@ -168,6 +210,9 @@ func (s *Store) update(ctx context.Context, keys []string, fn updateFunc) (backe
 		txn.If = append(conds, txn.If...)
 		txn.NS, txn.Now = s.ns, drvNow
 		res, err := s.c.drv.Commit(ctx, txn)
+		if err == nil && res.Committed {
+			s.c.trim.appended(ctx, s.ns, len(txn.Events))
+		}
 		if err != nil || res.Committed || res.Failed >= len(recs) {
 			if res.Failed >= len(recs) {
 				res.Failed -= len(recs)
@@ -183,38 +228,76 @@ func (s *Store) update(ctx context.Context, keys []string, fn updateFunc) (backe
 	}
 }
 
-// background runs the sweeper (and keeps a server clock in step) until Close.
+// background runs the store's background work until Close: the sweeper
+// and, for a backend whose server decides the time, the clock sync.
 func (c *core) background() {
 	defer close(c.stopped)
+	var wg sync.WaitGroup
+	if cc, ok := c.raw.(backend.ConfigChecker); ok {
+		wg.Go(func() { c.checkConfig(cc) })
+	}
 	if c.server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := c.server.sync(ctx); err != nil {
+		wg.Go(c.syncClock)
+	}
+	if c.opts.SweepInterval > 0 {
+		wg.Go(c.sweepEvery)
+	}
+	wg.Wait()
+}
+
+// syncClock reads the server's clock at once and then every
+// Options.ClockSyncInterval, whether or not sweeping is on.
+func (c *core) syncClock() {
+	for {
+		ctx, cancel := context.WithTimeout(c.bg, clockSyncTimeout)
+		if err := c.server.sync(ctx); err != nil && c.bg.Err() == nil {
 			c.opts.Logger.Warn("state: reading the backend server's clock", "err", err)
 		}
 		cancel()
-	}
-	if c.opts.SweepInterval < 0 {
-		<-c.stop
-		return
-	}
-	t := time.NewTicker(c.opts.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
+		if c.opts.ClockSyncInterval < 0 || !c.wait(c.opts.ClockSyncInterval) {
 			return
-		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.SweepInterval)
-		if c.server != nil {
-			if err := c.server.sync(ctx); err != nil {
-				c.opts.Logger.Warn("state: reading the backend server's clock", "err", err)
-			}
-		}
+	}
+}
+
+// checkConfig logs, loudly, what the backend says about its configuration
+// that weakens the store's guarantees.
+func (c *core) checkConfig(cc backend.ConfigChecker) {
+	ctx, cancel := context.WithTimeout(c.bg, clockSyncTimeout)
+	defer cancel()
+	warnings, err := cc.CheckConfig(ctx)
+	if err != nil && c.bg.Err() == nil {
+		c.opts.Logger.Warn("state: could not check the backend's configuration", "backend", c.drv.Name(), "err", err)
+	}
+	for _, w := range warnings {
+		c.opts.Logger.Warn("state: WARNING: the backend's configuration weakens the store's guarantees: "+w, "backend", c.drv.Name())
+	}
+}
+
+// clockSyncTimeout bounds one reading of the server's clock.
+const clockSyncTimeout = 5 * time.Second
+
+// sweepEvery sweeps every Options.SweepInterval. A sweep in progress when
+// Close is called is cancelled, and none starts after.
+func (c *core) sweepEvery() {
+	for c.wait(c.opts.SweepInterval) {
+		ctx, cancel := context.WithTimeout(c.bg, c.opts.SweepInterval)
 		st := &Store{c: c, ns: c.opts.Namespace}
-		if _, err := st.sweep(ctx, c.stop); err != nil {
+		if _, err := st.sweep(ctx); err != nil && c.bg.Err() == nil {
 			c.opts.Logger.Warn("state: background sweep", "err", err)
 		}
 		cancel()
+	}
+}
+
+// wait waits for d and reports whether the store is still open.
+func (c *core) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.bg.Done():
+		return false
+	case <-t.C:
+		return c.bg.Err() == nil
 	}
 }

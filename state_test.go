@@ -7,6 +7,7 @@ package state_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +37,7 @@ func TestOpenMemNamesShareAStoreAndNamespaceParameterApplies(t *testing.T) {
 	defer a.Close()
 	b, err := state.Open(ctx, "mem://shared?namespace=tenant-1")
 	is.NoErr(err)
+	defer b.Close()
 	is.Equal(a.NamespaceName(), "tenant-1") // the namespace parameter selects the namespace
 	_, err = a.Set(ctx, "k", 1)
 	is.NoErr(err)
@@ -61,11 +63,12 @@ func TestObserverSeesEveryBackendCall(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	calls := map[string]int{}
-	st := state.New(memstate.New(), &state.Options{SweepInterval: -1, Observer: func(call string, took time.Duration, err error) {
+	st, err := state.New(memstate.New(), &state.Options{SweepInterval: -1, Observer: func(call string, took time.Duration, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls[call]++
 	}})
+	is.NoErr(err)
 	defer st.Close()
 	_, _ = st.Set(ctx, "k", 1)
 	_, _ = st.Get(ctx, "k")
@@ -74,7 +77,7 @@ func TestObserverSeesEveryBackendCall(t *testing.T) {
 	_, _ = st.Sweep(ctx)
 	mu.Lock()
 	defer mu.Unlock()
-	is.Equal(calls, map[string]int{"commit": 1, "get": 1, "update": 1, "count": 1, "sweep": 1}) // one observation per backend call
+	is.Equal(calls, map[string]int{"commit": 1, "get": 1, "update": 1, "count": 1, "get_many": 1, "sweep": 1}) // one observation per backend call
 }
 
 // serverClockDriver is a memory backend that claims to be shared, with a
@@ -115,7 +118,10 @@ func TestSharedBackendDecidesExpiryWithItsOwnClock(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	d := &zeroNowDriver{serverClockDriver: &serverClockDriver{Driver: memstate.New()}}
-	st := state.New(d, nil)
+	st, err := state.New(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer st.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -133,7 +139,10 @@ func TestSharedBackendDecidesExpiryWithItsOwnClock(t *testing.T) {
 
 	clk := statetest.NewClock()
 	d2 := &zeroNowDriver{serverClockDriver: &serverClockDriver{Driver: memstate.New()}}
-	st2 := state.New(d2, &state.Options{Clock: clk})
+	st2, err := state.New(d2, &state.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer st2.Close()
 	e, err := st2.Set(ctx, "k", 1)
 	is.NoErr(err)
@@ -156,7 +165,10 @@ func TestHealthReportsVersionAndBackend(t *testing.T) {
 
 func TestPingAnswersUntilClosed(t *testing.T) {
 	is := is.New(t)
-	st := state.New(memstate.New(), &state.Options{SweepInterval: -1})
+	st, err := state.New(memstate.New(), &state.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	is.NoErr(st.Ping(context.Background())) // a reachable backend answers
 	is.NoErr(st.Close())
 	is.True(errors.Is(st.Ping(context.Background()), state.ErrClosed)) // a closed store does not
@@ -167,9 +179,12 @@ func TestBackgroundSweeperRemovesExpiredRecords(t *testing.T) {
 	ctx := context.Background()
 	clk := statetest.NewClock()
 	d := memstate.New()
-	st := state.New(d, &state.Options{Clock: clk, SweepInterval: 5 * time.Millisecond})
+	st, err := state.New(d, &state.Options{Clock: clk, SweepInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer st.Close()
-	_, err := st.Set(ctx, "gone", 1, state.WithTTL(time.Second))
+	_, err = st.Set(ctx, "gone", 1, state.WithTTL(time.Second))
 	is.NoErr(err)
 	_, err = st.Set(ctx, "kept", 1)
 	is.NoErr(err)
@@ -185,5 +200,58 @@ func TestBackgroundSweeperRemovesExpiredRecords(t *testing.T) {
 		}
 		is.True(time.Now().Before(deadline)) // the background sweeper must run every SweepInterval
 		time.Sleep(time.Millisecond)         // waiting for the background goroutine's effect
+	}
+}
+
+// closeCounter counts Close calls on the driver it wraps.
+type closeCounter struct {
+	backend.Driver
+	closed int
+}
+
+func (c *closeCounter) Close() error { c.closed++; return c.Driver.Close() }
+
+type closeCountingOpener struct{ d *closeCounter }
+
+func (o closeCountingOpener) OpenDriverURL(context.Context, *url.URL) (backend.Driver, error) {
+	return o.d, nil
+}
+
+func TestNewAndOpenReturnErrorsForBadInput(t *testing.T) {
+	is := is.New(t)
+	_, err := state.New(nil, nil)
+	is.True(errors.Is(err, state.ErrInvalid)) // a nil driver is an error, not a panic
+	d := memstate.New()
+	defer d.Close()
+	_, err = state.New(d, &state.Options{Namespace: "no spaces"})
+	var fe *state.FieldError
+	is.True(errors.As(err, &fe))
+	is.Equal(fe.Field, "namespace") // a bad namespace is an error naming the field
+
+	var m state.URLMux
+	cc := &closeCounter{Driver: memstate.New()}
+	m.Register("cc", closeCountingOpener{cc})
+	_, err = m.Open(context.Background(), "cc://", &state.Options{Namespace: "bad/ns"})
+	is.True(errors.Is(err, state.ErrInvalid)) // Open reports the bad namespace of its options
+	is.Equal(cc.closed, 1)                    // and closes the driver it opened
+}
+
+func TestNewRejectsAClaimTTLNoBackendCanStore(t *testing.T) {
+	d := memstate.New()
+	defer d.Close()
+	for _, ttl := range []time.Duration{time.Microsecond, 200 * 365 * 24 * time.Hour} {
+		_, err := state.New(d, &state.Options{ClaimTTL: ttl})
+		var fe *state.FieldError
+		if !errors.As(err, &fe) || fe.Field != "Options.ClaimTTL" {
+			t.Errorf("ClaimTTL %v: want a *FieldError naming Options.ClaimTTL, got %v", ttl, err)
+		}
+	}
+	st, err := state.New(d, &state.Options{ClaimTTL: 1500 * time.Microsecond, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if st.ClaimTTL() != 2*time.Millisecond {
+		t.Errorf("a ClaimTTL that is not a whole number of milliseconds is rounded up: got %v", st.ClaimTTL())
 	}
 }

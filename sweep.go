@@ -27,11 +27,11 @@ type SweepResult struct {
 // whether or not they have been swept. A backend that cannot sweep reports
 // nothing removed.
 func (s *Store) Sweep(ctx context.Context) (SweepResult, error) {
-	res, err := s.sweep(ctx, nil)
+	res, err := s.sweep(ctx)
 	return res, wrap("sweep", "", err)
 }
 
-func (s *Store) sweep(ctx context.Context, stop <-chan struct{}) (SweepResult, error) {
+func (s *Store) sweep(ctx context.Context) (SweepResult, error) {
 	var total SweepResult
 	sw := s.c.sweeper
 	if sw == nil {
@@ -58,12 +58,8 @@ func (s *Store) sweep(ctx context.Context, stop <-chan struct{}) (SweepResult, e
 		if err != nil || !r.More {
 			return total, err
 		}
-		select {
-		case <-stop:
-			return total, nil
-		case <-ctx.Done():
-			return total, ctx.Err()
-		default:
+		if err := ctx.Err(); err != nil {
+			return total, err
 		}
 		runtime.Gosched() // let callers waiting on the backend go first
 	}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -61,6 +62,10 @@ func (m *URLMux) Schemes() []string {
 func (m *URLMux) Open(ctx context.Context, urlstr string, opts *Options) (*Store, error) {
 	u, err := url.Parse(urlstr)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) { // its text quotes the URL, password and all
+			err = ue.Err
+		}
 		return nil, wrap("open", "", invalid("url", "cannot be parsed: %v", err))
 	}
 	m.mu.RLock()
@@ -87,7 +92,12 @@ func (m *URLMux) Open(ctx context.Context, urlstr string, opts *Options) (*Store
 	if err != nil {
 		return nil, wrap("open", "", err)
 	}
-	return New(d, &o2), nil
+	st, err := New(d, &o2)
+	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 var defaultMux = new(URLMux)

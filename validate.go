@@ -51,6 +51,17 @@ func checkTTL(field string, ttl time.Duration) error {
 	return nil
 }
 
+// roundTTL rounds a TTL that is not a whole number of milliseconds up to the
+// next one, once, here: every backend stores expiry in milliseconds, so the
+// expiry a call reports is the expiry stored. TTLs below a millisecond (which
+// checkTTL rejects) and beyond maxTTL are left as they are.
+func roundTTL(ttl time.Duration) time.Duration {
+	if ttl < time.Millisecond || ttl > maxTTL || ttl%time.Millisecond == 0 {
+		return ttl
+	}
+	return ttl.Truncate(time.Millisecond) + time.Millisecond
+}
+
 // seconds formats d as a plain decimal number of seconds.
 func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
 

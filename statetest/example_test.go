@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/statesidecar/state"
@@ -16,12 +17,15 @@ import (
 func ExampleClock() {
 	ctx := context.Background()
 	clk := statetest.NewClock()
-	st := state.New(memstate.New(), &state.Options{Clock: clk})
+	st, err := state.New(memstate.New(), &state.Options{Clock: clk})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer st.Close()
 
 	_, _ = st.Set(ctx, "token", "abc", state.WithTTL(time.Minute))
 	clk.Advance(time.Minute)
-	_, err := st.Get(ctx, "token")
+	_, err = st.Get(ctx, "token")
 	fmt.Println(errors.Is(err, state.ErrNotFound), clk.Now().Format(time.RFC3339))
 	// Output: true 2030-01-01T00:01:00Z
 }

@@ -61,10 +61,53 @@ func Prefix() string {
 	return "st-test-" + hex.EncodeToString(b[:])
 }
 
-// Purge deletes every key of a prefix of package redisstate: those of its
-// namespaces, "{<prefix>:<ns>}...", and its registry, "{<prefix>}:...". It
-// uses SCAN, on every master of a cluster: fine in tests, never in a driver.
+// purgeNS deletes every key of one namespace of package redisstate, found
+// through the namespace's own structure (lua/base.lua): the records listed
+// in its index, the per-key lists of event ids named by its events, and its
+// indexes, counters and event log.
+var purgeNS = redis.NewScript(`
+local B = KEYS[1]
+while true do
+  local ks = redis.call('ZRANGE', B .. ':idx', '0', '499')
+  if #ks == 0 then break end
+  for _, k in ipairs(ks) do redis.call('DEL', B .. ':r:' .. k) end
+  redis.call('ZREM', B .. ':idx', unpack(ks))
+end
+local n = redis.call('LLEN', B .. ':ev')
+for i = 0, n - 1, 500 do
+  for _, e in ipairs(redis.call('LRANGE', B .. ':ev', string.format('%d', i), string.format('%d', i + 499))) do
+    local _, _, kl = struct.unpack('<i8i8i4i4i4i4i4', e)
+    redis.call('DEL', B .. ':h:' .. string.sub(e, 37, 36 + kl))
+  end
+end
+redis.call('DEL', B .. ':exp', B .. ':rev', B .. ':ev', B .. ':off')
+return 0
+`)
+
+// Purge deletes every key of a prefix of package redisstate: those of the
+// namespaces in its registry, "{<prefix>:<ns>}...", each through the
+// namespace's own structure, and the registry, "{<prefix>}:namespaces". It
+// costs in proportion to what the prefix holds, however big the database
+// the tests share. Keys a test wrote outside that layout need PurgeScan.
 func Purge(ctx context.Context, rdb redis.UniversalClient, prefix string) error {
+	registry := "{" + prefix + "}:namespaces"
+	nss, err := rdb.SMembers(ctx, registry).Result()
+	if err != nil {
+		return err
+	}
+	for _, ns := range nss {
+		if err := purgeNS.Run(ctx, rdb, []string{"{" + prefix + ":" + ns + "}"}).Err(); err != nil {
+			return fmt.Errorf("redistest: purging namespace %s of %s: %w", ns, prefix, err)
+		}
+	}
+	return rdb.Del(ctx, registry).Err()
+}
+
+// PurgeScan deletes every key of a prefix of package redisstate, of its
+// layout or not: "{<prefix>:<ns>}..." and "{<prefix>}:...". It uses SCAN, on
+// every master of a cluster, which costs in proportion to the whole
+// database: fine in tests of a database of their own, never in a driver.
+func PurgeScan(ctx context.Context, rdb redis.UniversalClient, prefix string) error {
 	purge := func(ctx context.Context, c *redis.Client) error {
 		iter := c.Scan(ctx, 0, "{"+prefix+"[:}]*", 1000).Iterator()
 		var keys []string

@@ -1,0 +1,11 @@
+package state_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if any goroutine outlives them: every
+// store, keep-alive and sweeper a test starts must end when it is closed.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
