@@ -2,12 +2,15 @@ package mcpadapter
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/statesidecar/state"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ServerName is the name NewServer gives its server, the Python sidecar's.
@@ -31,6 +34,35 @@ type Options struct {
 	// tool name, how long it took and whether the result was a tool error
 	// (for metrics). It must be safe for concurrent use.
 	Observe func(tool string, took time.Duration, isError bool)
+	// TracerProvider, if set, gives every tool call an OpenTelemetry span
+	// of kind server named "tools/call <tool>", with the attributes of
+	// OpenTelemetry's MCP conventions (mcp.method.name, gen_ai.tool.name,
+	// gen_ai.operation.name, and error.type "tool_error" with an error
+	// status for a tool error) and state.namespace and state.outcome ("ok",
+	// or the kind of error: not_found, conflict, invalid_argument...). No
+	// argument or result is recorded. The parent is the trace context in
+	// the call's params._meta (traceparent, tracestate, baggage) if any,
+	// with the span context in the call's context as a link; else the span
+	// context in the call's context (the sidecar puts an HTTP request's
+	// traceparent header there). Backend calls are children of the tool's
+	// span when the store traces them (state.Options.Tracer, package
+	// otelstate). Without it a call does no tracing work at all.
+	TracerProvider trace.TracerProvider
+	// Propagator reads the trace context of params._meta. Defaults to W3C
+	// Trace Context and Baggage.
+	Propagator propagation.TextMapPropagator
+	// Logger receives the details of failures that clients are not shown:
+	// a tool error caused by the backend tells the client only a stable
+	// message and an error id, and logs the error with that id. Defaults
+	// to slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.Default()
 }
 
 // ToolNames returns the names of the 19 tools, unprefixed, in the order the

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // kind is the type of a tool parameter: it decides how the argument is
@@ -131,6 +133,9 @@ func parseArgs(t *tool, raw json.RawMessage) (args, error) {
 func (p *param) decode(v json.RawMessage) (any, error) {
 	switch p.kind {
 	case kString, kEnum:
+		if err := checkText(p.name, v); err != nil {
+			return nil, err
+		}
 		var s string
 		if v[0] != '"' || json.Unmarshal(v, &s) != nil {
 			return nil, badArg("%s must be a string, got %s", p.name, jsonKind(v))
@@ -155,6 +160,9 @@ func (p *param) decode(v json.RawMessage) (any, error) {
 	case kTags:
 		if v[0] != '{' {
 			return nil, badArg("%s must be an object of strings, got %s", p.name, jsonKind(v))
+		}
+		if err := checkText(p.name, v); err != nil {
+			return nil, err
 		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(v, &m); err != nil {
@@ -220,6 +228,60 @@ func (p *param) decodeSeconds(v json.RawMessage) (any, error) {
 		return nil, badArg("%s must be at least 0.001 (one millisecond), got %s", p.name, v)
 	}
 	return d, nil
+}
+
+// checkText rejects, in the JSON text of a string (or of an object of
+// strings), bytes that are not UTF-8 and \u escapes of lone UTF-16
+// surrogates. encoding/json would turn both into U+FFFD, so that distinct
+// keys ("x\ud800" and "x\udbff") would silently become one.
+func checkText(name string, v []byte) error {
+	if !utf8.Valid(v) {
+		return badArg("%s must be valid UTF-8 text: it contains bytes that are not UTF-8", name)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' {
+			continue
+		}
+		r, ok := escapeAt(v, i)
+		if !ok {
+			i++ // some other escape: skip the escaped character
+			continue
+		}
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xDC00: // a high surrogate needs a low one next
+			if lo, ok := escapeAt(v, i+6); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				i += 11
+				continue
+			}
+			fallthrough
+		case utf16.IsSurrogate(r):
+			return badArg("%s must be valid Unicode text: it contains a lone UTF-16 surrogate (\\u%04x)", name, r)
+		}
+		i += 5
+	}
+	return nil
+}
+
+// escapeAt returns the code unit of the \uXXXX escape at v[i:], if there is
+// one.
+func escapeAt(v []byte, i int) (rune, bool) {
+	if i+6 > len(v) || v[i] != '\\' || v[i+1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range v[i+2 : i+6] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 func isNumber(v json.RawMessage) bool {

@@ -1,6 +1,7 @@
 package mcpadapter_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -85,4 +86,53 @@ func TestLenientArguments(t *testing.T) {
 		t.Errorf(`workflow_discover(status "") = %s, want every run`, res)
 	}
 	equal(t, "no arguments object", c.ok("state_list", `null`), `{"keys":["k"],"next_cursor":null}`)
+}
+
+// TestTextIsWhatItIs: a string argument with bytes that are not UTF-8 or
+// with a lone UTF-16 surrogate escape is a tool error naming it. Decoded
+// naively, both become U+FFFD, and x\ud800 and x\udbff would be one key.
+func TestTextIsWhatItIs(t *testing.T) {
+	c, _, _ := newClient(t, nil)
+	id := c.create("job", "")
+	run := `"run_id":"` + id + `"`
+	for _, bad := range []struct{ text, why string }{
+		{`"x\ud800"`, `lone UTF-16 surrogate (\ud800)`},
+		{`"x\udbff"`, `lone UTF-16 surrogate (\udbff)`},
+		{`"x\uDC00y"`, `lone UTF-16 surrogate (\udc00)`},
+		{`"\ud800\u0041"`, `lone UTF-16 surrogate (\ud800)`},
+		{`"\\\ud800"`, `lone UTF-16 surrogate (\ud800)`},
+		{"\"x\xff\"", "bytes that are not UTF-8"},
+		{"\"\xed\xa0\x80\"", "bytes that are not UTF-8"}, // a surrogate encoded as UTF-8
+	} {
+		for _, tc := range []struct{ tool, field, args string }{
+			{"state_set", "key", `"key":%s,"value":1`},
+			{"state_set", "agent_id", `"key":"k","value":1,"agent_id":%s`},
+			{"state_get", "key", `"key":%s`},
+			{"state_delete", "key", `"key":%s`},
+			{"state_list", "prefix", `"prefix":%s`},
+			{"state_list", "cursor", `"cursor":%s`},
+			{"workflow_create", "name", `"name":%s`},
+			{"workflow_create", "tags", `"name":"n","tags":{"k":%s}`},
+			{"workflow_create", "tags", `"name":"n","tags":{%s:"v"}`},
+			{"workflow_discover", "tags", `"tags":{%s:"v"}`},
+			{"workflow_claim", "run_id", `"run_id":%s,"agent_id":"A"`},
+			{"workflow_claim", "agent_id", run + `,"agent_id":%s`},
+			{"workflow_checkpoint", "agent_id", run + `,"step":1,"output":1,"agent_id":%s`},
+			{"lease_acquire", "resource_id", `"resource_id":%s,"holder_id":"A","ttl_seconds":5`},
+			{"lease_acquire", "holder_id", `"resource_id":"r","holder_id":%s,"ttl_seconds":5`},
+			{"lease_release", "holder_id", `"resource_id":"r","holder_id":%s`},
+			{"session_save", "session_id", `"session_id":%s,"context":{}`},
+			{"history_log", "key", `"key":%s`},
+		} {
+			got := c.fail(tc.tool, "{"+strings.Replace(tc.args, "%s", bad.text, 1)+"}")
+			if !strings.Contains(got, "'"+tc.tool+"': "+tc.field+" must be valid") || !strings.Contains(got, bad.why) {
+				t.Errorf("%s with %s = %s %q: got %q, want an error naming %s (%s)", tc.tool, tc.field, tc.field, bad.text, got, tc.field, bad.why)
+			}
+		}
+	}
+	// Nothing was stored, and a real pair is a character like any other.
+	equal(t, "keys after bad calls", c.ok("state_list", ``), `{"keys":[],"next_cursor":null}`)
+	c.ok("state_set", `{"key":"x\ud83d\ude00","value":1}`)
+	c.ok("state_set", `{"key":"x\\ud800","value":2}`) // a backslash, then "ud800": six ordinary characters
+	equal(t, "keys", c.ok("state_list", ``), `{"keys":["x\\ud800","x😀"],"next_cursor":null}`)
 }

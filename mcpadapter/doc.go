@@ -30,6 +30,20 @@
 // as in Python. A handler never returns a Go error, and a panic inside it is
 // recovered into a tool error.
 //
+// # Tracing
+//
+// With Options.TracerProvider every tool call is a span of kind server
+// named "tools/call <tool>", with the attributes of OpenTelemetry's MCP
+// conventions and never an argument or a result; its parent comes from the
+// call's params._meta (traceparent, tracestate, baggage) or the span in the
+// call's context.
+//
+// # Schemas
+//
+// Input and output schemas keep to what every MCP host reads: a single
+// "type" per schema ("may be null" is anyOf with a null branch) and no
+// untyped schema ("any JSON value" is anyOf the six JSON types).
+//
 // # Namespaces
 //
 // A call whose context carries a namespace (WithNamespace, typically set by

@@ -19,7 +19,11 @@ import (
 // 2030-01-01T00:00:00Z, so that the examples print the same times.
 func exampleStore() *state.Store {
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	return state.New(memstate.New(), &state.Options{Clock: state.ClockFunc(func() time.Time { return at })})
+	st, err := state.New(memstate.New(), &state.Options{Clock: state.ClockFunc(func() time.Time { return at })})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return st
 }
 
 // exampleClient connects an in-process MCP client to s.
@@ -156,4 +160,30 @@ func ExampleWithNamespace() {
 func ExampleToolNames() {
 	fmt.Println(len(mcpadapter.ToolNames()), mcpadapter.ToolNames()[:4])
 	// Output: 19 [state_set state_get state_delete state_list]
+}
+
+// A transport passes each message through PrepareMessage so that numbers
+// beyond float64 reach the tools: a value keeps 1e400 exactly.
+func ExamplePrepareMessage() {
+	ctx := context.Background()
+	st := exampleStore()
+	defer st.Close()
+	s := mcpadapter.NewServer(st, nil)
+	send := func(msg string) string {
+		b, _ := json.Marshal(s.HandleMessage(ctx, mcpadapter.PrepareMessage([]byte(msg))))
+		var resp struct {
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"result"`
+		}
+		_ = json.Unmarshal(b, &resp)
+		return resp.Result.Content[0].Text
+	}
+	fmt.Println(send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"state_set","arguments":{"key":"big","value":{"a":1e400}}}}`))
+	fmt.Println(send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"state_get","arguments":{"key":"big"}}}`))
+	fmt.Println(send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"state_set","arguments":{"key":"k","value":1,"ttl_seconds":1e309}}}`))
+	// Output:
+	// {"ok":true,"version":1}
+	// {"key":"big","value":{"a":1e400},"found":true,"version":1,"agent_id":null,"updated_at":1893456000.0,"expires_at":null}
+	// Error calling tool 'state_set': ttl_seconds is too large, got 1e309
 }

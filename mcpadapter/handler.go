@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/statesidecar/state"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A tool is one of the 19 tools: what the model sees, and the function that
@@ -61,17 +63,27 @@ func (t *tool) serverTool(st *state.Store, o *Options) server.ServerTool {
 			OpenWorldHint:   mcp.ToBoolPtr(false),
 		},
 	}
-	return server.ServerTool{Tool: mt, Handler: t.handler(st, o, name)}
+	return server.ServerTool{Tool: mt, Handler: t.handler(st, o, name, newTracing(o))}
 }
 
 // handler returns the tool's mcp-go handler. It never returns a Go error:
 // bad arguments, store errors and panics all become tool error results.
-func (t *tool) handler(st *state.Store, o *Options, name string) server.ToolHandlerFunc {
+// With tr, each call runs in a span of its own.
+func (t *tool) handler(st *state.Store, o *Options, name string, tr *tracing) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
 		start := time.Now()
+		var span trace.Span
+		if tr != nil {
+			ctx, span = tr.start(ctx, st, name, req)
+		}
+		failed := ""
 		defer func() {
 			if r := recover(); r != nil {
-				res = failure(name, fmt.Sprintf("internal error: the tool panicked: %v", r))
+				err := fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+				res, failed = failure(name, internal(ctx, o.logger(), name, err, "internal error: the tool panicked")), "panic"
+			}
+			if span != nil {
+				tr.end(span, res, failed)
 			}
 			if o.Observe != nil {
 				o.Observe(t.name, time.Since(start), res.IsError)
@@ -79,7 +91,10 @@ func (t *tool) handler(st *state.Store, o *Options, name string) server.ToolHand
 		}()
 		v, err := t.call(ctx, st, o, req)
 		if err != nil {
-			return failure(name, message(err)), nil
+			if span != nil {
+				failed = outcome(err)
+			}
+			return failure(name, message(ctx, o.logger(), name, err)), nil
 		}
 		return success(v), nil
 	}
@@ -108,9 +123,13 @@ func (t *tool) call(ctx context.Context, st *state.Store, o *Options, req mcp.Ca
 }
 
 // rawArguments returns the call's arguments as the JSON the client sent,
-// which keeps every digit of its numbers. A request built in Go without a
+// which keeps every digit of its numbers and every byte of its strings
+// (PrepareMessage may have wrapped them). A request built in Go without a
 // wire message has only the decoded Arguments; they are re-encoded.
 func rawArguments(req mcp.CallToolRequest) (json.RawMessage, error) {
+	if raw, ok := unwrapArguments(req.Params.Arguments); ok {
+		return raw, nil
+	}
 	if len(req.Params.RawArguments) > 0 {
 		return req.Params.RawArguments, nil
 	}

@@ -64,6 +64,16 @@ func decimal(n int64, places int) string {
 	return whole + "." + frac
 }
 
+// rawObject is a JSON object kept byte for byte, or null when nil; it
+// encodes exactly as a json.RawMessage does, and its schema says object or
+// null rather than any JSON value.
+type rawObject json.RawMessage
+
+// MarshalJSON writes the object, or null.
+func (m rawObject) MarshalJSON() ([]byte, error) { return json.RawMessage(m).MarshalJSON() }
+
+func (rawObject) jsonSchema() obj { return nullable(obj{{"type", "object"}}) }
+
 // optStr is s, or nil (null) for "".
 func optStr(s string) *string {
 	if s == "" {

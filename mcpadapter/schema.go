@@ -66,7 +66,7 @@ func (p *param) schema() obj {
 	case kString:
 		s = obj{{"type", "string"}}
 	case kJSON:
-		s = obj{} // any JSON value
+		s = anyJSON()
 	case kSeconds:
 		s = obj{{"type", "number"}, {"exclusiveMinimum", 0}}
 	case kInt:
@@ -122,7 +122,7 @@ func schemaOf(t reflect.Type) obj {
 		return obj{{"type", "object"}, {"additionalProperties", schemaOf(t.Elem())}}
 	case reflect.Slice:
 		if t == rawType {
-			return obj{} // any JSON value
+			return anyJSON()
 		}
 		return obj{{"type", "array"}, {"items", schemaOf(t.Elem())}}
 	case reflect.Struct:
@@ -132,7 +132,10 @@ func schemaOf(t reflect.Type) obj {
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			s := schemaOf(f.Type)
 			if d := f.Tag.Get("desc"); d != "" {
-				s = append(s, member{"description", d})
+				if own, ok := s.get("description").(string); ok {
+					d += " (" + own + ")" // such as "epoch seconds"
+				}
+				s = s.with("description", d)
 			}
 			props = append(props, member{name, s})
 			required = append(required, name)
@@ -142,19 +145,80 @@ func schemaOf(t reflect.Type) obj {
 	panic("mcpadapter: no JSON Schema for " + t.String())
 }
 
-// nullable lets s also be null.
+// The schemas are written for portability across MCP hosts, as the MCP
+// Inspector's schema check asks: every schema states a type or combines
+// schemas that do, and "type" is always a single name. A host that maps tool
+// schemas onto a single-type dialect (the OpenAPI subset of Gemini's function
+// declarations, say) rejects `"type": ["string", "null"]` or drops it, and
+// `{}` tells a model nothing. So "may be null" is an anyOf with a null
+// branch, and "any JSON value" is an anyOf of the six JSON types, which
+// means exactly what `{}` meant. portable_test.go holds the schemas to it.
+
+// anyJSON is the schema of any JSON value, spelled out.
+func anyJSON() obj {
+	return obj{{"anyOf", []obj{
+		{{"type", "object"}}, {{"type", "array"}}, {{"type", "string"}},
+		{{"type", "number"}}, {{"type", "boolean"}}, {{"type", "null"}},
+	}}}
+}
+
+// nullable lets s also be null: anyOf s or null. A description of s moves
+// to the combined schema, where hosts look for it.
 func nullable(s obj) obj {
-	out := make(obj, len(s))
-	copy(out, s)
-	for i, m := range out {
-		if m.k == "type" {
-			if ts, ok := m.v.(string); ok {
-				out[i].v = []string{ts, "null"}
-			}
-			return out
+	if s.allowsNull() {
+		return s
+	}
+	var inner, outer obj
+	for _, m := range s {
+		if m.k == "description" {
+			outer = append(outer, m)
+		} else {
+			inner = append(inner, m)
 		}
 	}
-	return out // any JSON value already includes null
+	return append(obj{{"anyOf", []obj{inner, {{"type", "null"}}}}}, outer...)
+}
+
+// allowsNull reports whether s is an anyOf with a null branch (anyJSON or a
+// nullable schema).
+func (s obj) allowsNull() bool {
+	for _, m := range s {
+		if branches, ok := m.v.([]obj); ok && m.k == "anyOf" {
+			for _, b := range branches {
+				if len(b) == 1 && b[0].k == "type" && b[0].v == "null" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// get returns the value of member k, or nil.
+func (s obj) get(k string) any {
+	for _, m := range s {
+		if m.k == k {
+			return m.v
+		}
+	}
+	return nil
+}
+
+// with returns s with member k set to v: replaced where s has it, appended
+// otherwise (a key written twice would leave its meaning to the parser).
+func (s obj) with(k string, v any) obj {
+	out := make(obj, 0, len(s)+1)
+	done := false
+	for _, m := range s {
+		if m.k == k {
+			m.v, done = v, true
+		}
+		out = append(out, m)
+	}
+	if !done {
+		out = append(out, member{k, v})
+	}
+	return out
 }
 
 // mustJSON encodes a value built from this package's own tables.

@@ -16,9 +16,9 @@ type (
 		SessionID string `json:"session_id"`
 	}
 	restoreResult struct {
-		Found     bool            `json:"found"`
-		SessionID string          `json:"session_id"`
-		Context   json.RawMessage `json:"context" desc:"the saved JSON object, or null when not found"`
+		Found     bool      `json:"found"`
+		SessionID string    `json:"session_id"`
+		Context   rawObject `json:"context" desc:"the saved JSON object, or null when not found"`
 	}
 	historyResult struct {
 		Entries []historyEntry `json:"entries" desc:"newest first"`
@@ -52,7 +52,7 @@ func sessionRestore(ctx context.Context, st *state.Store, a args, _ *Options) (a
 	case err != nil:
 		return nil, err
 	}
-	return restoreResult{Found: true, SessionID: id, Context: s.Context}, nil
+	return restoreResult{Found: true, SessionID: id, Context: rawObject(s.Context)}, nil
 }
 
 func historyLog(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {

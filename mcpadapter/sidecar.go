@@ -36,9 +36,13 @@ type (
 )
 
 // sidecarHealth reports a backend failure in status, as the Python sidecar
-// does, rather than as a tool error.
-func sidecarHealth(ctx context.Context, st *state.Store, _ args, _ *Options) (any, error) {
-	h, _ := st.Health(ctx)
+// does, rather than as a tool error; the reason, which may name the
+// backend's address, goes to the log under the error id the status shows.
+func sidecarHealth(ctx context.Context, st *state.Store, _ args, o *Options) (any, error) {
+	h, err := st.Health(ctx)
+	if err != nil {
+		h.Status = "error: " + internal(ctx, o.logger(), "sidecar_health", err, "the backend did not answer")
+	}
 	by := h.RunsByStatus
 	return healthResult{Status: h.Status, Backend: h.Backend, UptimeS: seconds(h.Uptime), KeyCount: h.Keys,
 		WorkflowCount: h.Runs, Version: h.Version, LeaseCount: h.Leases, SessionCount: h.Sessions,

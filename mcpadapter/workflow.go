@@ -104,7 +104,7 @@ func (s stepOutputs) MarshalJSON() ([]byte, error) {
 }
 
 func (stepOutputs) jsonSchema() obj {
-	return obj{{"type", "object"}, {"additionalProperties", obj{}},
+	return obj{{"type", "object"}, {"additionalProperties", anyJSON()},
 		{"description", "the output of every checkpointed step, keyed by step number, ascending"}}
 }
 
