@@ -1,6 +1,8 @@
 package sidecar
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/statesidecar/state/mcpadapter"
 )
 
 // ServeStdio serves MCP over in and out (stdin and stdout) until the input
@@ -46,7 +49,7 @@ func (s *Sidecar) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	})
 	defer stop()
 
-	err := stdio.Listen(reading, &onEOF{r: in, f: drain}, out)
+	err := stdio.Listen(reading, &onEOF{r: &preparing{r: bufio.NewReader(in)}, f: drain}, out)
 	if errors.Is(err, context.Canceled) && reading.Err() != nil {
 		err = nil // we stopped reading ourselves
 	}
@@ -63,6 +66,33 @@ func (s *Sidecar) detach(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		defer context.AfterFunc(s.hardStop, cancel)()
 		return next(ctx, req)
 	}
+}
+
+// preparing passes each line (one JSON-RPC message) of its input through
+// mcpadapter.PrepareMessage.
+type preparing struct {
+	r   *bufio.Reader
+	buf []byte
+	err error
+}
+
+func (p *preparing) Read(b []byte) (int, error) {
+	for len(p.buf) == 0 {
+		if p.err != nil {
+			return 0, p.err
+		}
+		var line []byte
+		line, p.err = p.r.ReadBytes('\n')
+		if msg := bytes.TrimRight(line, "\r\n"); len(msg) > 0 {
+			if out := mcpadapter.PrepareMessage(msg); len(out) != len(msg) || &out[0] != &msg[0] {
+				line = append(out, '\n')
+			}
+		}
+		p.buf = line
+	}
+	n := copy(b, p.buf)
+	p.buf = p.buf[n:]
+	return n, nil
 }
 
 // onEOF calls f once the reader it wraps fails or ends.

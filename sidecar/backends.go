@@ -7,22 +7,37 @@ import (
 
 	// The backends the sidecar can open; each registers its URL scheme.
 	_ "github.com/statesidecar/state/backend/memstate"
+	_ "github.com/statesidecar/state/backend/pgstate"
 	_ "github.com/statesidecar/state/backend/redisstate"
 	_ "github.com/statesidecar/state/backend/sqlitestate"
 )
 
 // StoreURL returns the state.Open URL of the configured backend: a
-// "sqlite:///abs/path" URL of DBPath (made absolute), RedisURL, or "mem://".
+// "sqlite:///abs/path" URL of DBPath (made absolute, with the parameter
+// lock_timeout when SQLiteLockTimeout is set), RedisURL,
+// DatabaseURL, or "mem://".
 func (c Config) StoreURL() (string, error) {
+	if c.storeURL != "" {
+		return c.storeURL, nil
+	}
 	switch c.Backend {
 	case BackendSQLite:
 		abs, err := filepath.Abs(c.DBPath)
 		if err != nil {
 			return "", fmt.Errorf("DB_PATH %q: %w", c.DBPath, err)
 		}
-		return (&url.URL{Scheme: "sqlite", Path: filepath.ToSlash(abs)}).String(), nil
+		u := &url.URL{Scheme: "sqlite", Path: filepath.ToSlash(abs)}
+		if c.SQLiteLockTimeout > 0 {
+			u.RawQuery = url.Values{"lock_timeout": {c.SQLiteLockTimeout.String()}}.Encode()
+		}
+		return u.String(), nil
 	case BackendRedis:
 		return c.RedisURL, nil
+	case BackendPostgres:
+		if c.DatabaseURL == "" {
+			return "", fmt.Errorf("%w: DATABASE_URL (or -database-url) must be set for STATE_BACKEND=postgres", ErrConfig)
+		}
+		return c.DatabaseURL, nil
 	case BackendMemory:
 		return "mem://", nil
 	}

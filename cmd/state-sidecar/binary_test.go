@@ -36,15 +36,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binary builds the sidecar once per test run and returns its path.
+// binary builds state-sidecar once per test run and returns its path.
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "sidecar-bin-")
+		buildDir, buildErr = os.MkdirTemp("", "state-sidecar-bin-")
 		if buildErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "server"), ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "state-sidecar"), ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -52,7 +52,7 @@ func binary(t *testing.T) string {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return filepath.Join(buildDir, "server")
+	return filepath.Join(buildDir, "state-sidecar")
 }
 
 // cleanEnv is the test's environment without any sidecar variable, so that
@@ -61,7 +61,7 @@ func cleanEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "SIDECAR_") || k == "STATE_BACKEND" || k == "DB_PATH" || k == "REDIS_URL" {
+		if strings.HasPrefix(k, "SIDECAR_") || strings.HasPrefix(k, "OTEL_") || k == "STATE_BACKEND" || k == "DB_PATH" || k == "REDIS_URL" || k == "DATABASE_URL" {
 			continue
 		}
 		env = append(env, kv)

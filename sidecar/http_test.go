@@ -270,12 +270,57 @@ func metric(t *testing.T, baseURL, series string) float64 {
 // A body over MaxRequestBytes is refused without reading it all, and the
 // sidecar goes on serving.
 func TestOversizedRequest(t *testing.T) {
-	r := startHTTP(t, memConfig())
+	cfg := memConfig()
+	r := startHTTP(t, cfg)
 	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"state_set","arguments":{"key":"k","value":"` +
-		strings.Repeat("x", MaxRequestBytes) + `"}}}`
-	if resp := post(t, r.URL+"/mcp", nil, big); resp.StatusCode == http.StatusOK {
-		t.Errorf("a %d-byte request: 200, want a refusal", len(big))
+		strings.Repeat("x", int(cfg.MaxRequestBytes)) + `"}}}`
+	if resp := post(t, r.URL+"/mcp", nil, big); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a %d-byte request: %d, want 413", len(big), resp.StatusCode)
 	}
 	c := connect(t, r.URL, false)
 	call(t, c, "state_set", map[string]any{"key": "k", "value": "small"})
+}
+
+// rawCall posts one tools/call with args as raw JSON text and returns the
+// response body.
+func rawCall(t *testing.T, baseURL, tool, args string) string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, baseURL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// Over HTTP, bytes and numbers arrive as the client sent them: a lone
+// surrogate in a key is a tool error naming it (x\ud800 and x\udbff do not
+// alias), a value keeps 1e400, and ttl_seconds 1e309 is a tool error
+// naming it rather than a protocol error.
+func TestBytesAndNumbersOverHTTP(t *testing.T) {
+	r := startHTTP(t, memConfig())
+	for _, key := range []string{`"x\ud800"`, `"x\udbff"`} {
+		if got := rawCall(t, r.URL, "state_set", `{"key":`+key+`,"value":1}`); !strings.Contains(got, `"isError":true`) ||
+			!strings.Contains(got, "key must be valid Unicode text") {
+			t.Errorf("state_set key %s: %s", key, got)
+		}
+	}
+	if got := rawCall(t, r.URL, "state_set", `{"key":"big","value":{"a":1e400}}`); strings.Contains(got, `"isError":true`) || strings.Contains(got, `"error"`) {
+		t.Fatalf("state_set value 1e400: %s", got)
+	}
+	if got := rawCall(t, r.URL, "state_get", `{"key":"big"}`); !strings.Contains(got, `"value":{"a":1e400}`) {
+		t.Errorf("state_get: the value must come back as 1e400: %s", got)
+	}
+	got := rawCall(t, r.URL, "state_set", `{"key":"k","value":1,"ttl_seconds":1e309}`)
+	if !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "ttl_seconds is too large, got 1e309") || strings.Contains(got, "float64") {
+		t.Errorf("ttl_seconds 1e309: %s", got)
+	}
+	if got := rawCall(t, r.URL, "state_list", `{}`); !strings.Contains(got, `"keys":["big"]`) {
+		t.Errorf("only the value with 1e400 was stored: %s", got)
+	}
 }

@@ -23,6 +23,7 @@ const (
 	MetricHTTPInFlight    = "state_sidecar_http_requests_in_flight"
 	MetricHTTPRequests    = "state_sidecar_http_requests_total"
 	MetricAuthFailures    = "state_sidecar_auth_failures_total"
+	MetricSessions        = "state_sidecar_sessions"
 	MetricInfo            = "state_sidecar_info"
 )
 
@@ -110,6 +111,12 @@ func (m *Metrics) SetInfo(backend, transport string) {
 // request counter.
 func (m *Metrics) InstrumentMCP(h http.Handler) http.Handler {
 	return promhttp.InstrumentHandlerInFlight(m.inFlight, promhttp.InstrumentHandlerCounter(m.httpRequests, h))
+}
+
+// watchSessions exposes the number of live sessions of a stateful server.
+func (m *Metrics) watchSessions(count func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricSessions,
+		Help: "Live sessions of a stateful HTTP server."}, func() float64 { return float64(count()) }))
 }
 
 // AuthFailed counts one rejected request.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/statesidecar/state/examples/server/internal/inflight"
+	"github.com/statesidecar/state/internal/inflight"
 )
 
 func setBody(id int, key string) string {

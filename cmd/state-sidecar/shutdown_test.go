@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/statesidecar/state/examples/server/internal/inflight"
+	"github.com/statesidecar/state/internal/inflight"
 )
 
 // inFlight reads the in-flight gauge from /metrics.
@@ -49,7 +49,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // restart on the same SQLite file finds everything.
 func TestSIGTERMDrainsThenRestartKeepsData(t *testing.T) {
 	db := "DB_PATH=" + filepath.Join(t.TempDir(), "state.db")
-	p, url := startHTTP(t, db)
+	p, url := startHTTP(t, db, "SIDECAR_READ_TIMEOUT_SECONDS=600") // the calls in flight are half-sent bodies
 
 	tool(t, url, "state_set", map[string]any{"key": "plan", "value": map[string]any{"steps": 3}, "agent_id": "orch"})
 	run := tool(t, url, "workflow_create", map[string]any{"name": "pr-review", "tags": map[string]any{"pr": "42"}})
@@ -117,10 +117,13 @@ func TestBinaryRefusesBadStarts(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"unknown backend", []string{"STATE_BACKEND=postgresql"}, nil, []string{"STATE_BACKEND", "sqlite, redis, memory"}},
+		{"unknown backend", []string{"STATE_BACKEND=postgresql"}, nil, []string{"STATE_BACKEND", "sqlite, redis, postgres, memory"}},
 		{"protected mode", []string{"SIDECAR_HOST=0.0.0.0", "STATE_BACKEND=memory"}, nil,
 			[]string{"protected mode", "SIDECAR_AUTH_TOKENS", "SIDECAR_ALLOW_INSECURE=true"}},
-		{"protected mode by flag", []string{"STATE_BACKEND=memory"}, []string{"-host", ""}, []string{"protected mode"}},
+		{"protected mode by flag", []string{"STATE_BACKEND=memory"}, []string{"-host", "::"}, []string{"protected mode"}},
+		{"unknown command", nil, []string{"imprt", "x.db"}, []string{`unknown command "imprt"`, "serve, version, help"}},
+		{"stray argument", []string{"STATE_BACKEND=memory"}, []string{"-port", "0", "x"}, []string{`unexpected argument "x"`}},
+		{"bad value of a used setting", []string{"STATE_BACKEND=memory", "SIDECAR_PORT=http"}, nil, []string{"SIDECAR_PORT"}},
 		{"bad namespace", []string{"STATE_BACKEND=memory", "SIDECAR_AUTH_TOKENS=t:bad/ns"}, nil, []string{"SIDECAR_AUTH_TOKENS"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

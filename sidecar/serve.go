@@ -17,14 +17,18 @@ var ErrShutdownTimeout = errors.New("calls still in flight at the shutdown deadl
 // Serve serves HTTP on ln until ctx is done, then shuts down gracefully:
 // it stops accepting, fails /readyz, and waits up to Config.ShutdownTimeout
 // for the requests in flight to finish. It returns nil after a clean
-// shutdown. It does not close the store: Close does.
+// shutdown. It does not close the store: Close does. At most
+// Config.MaxConnections connections are open at once, and a client gets
+// Config.ReadTimeout to send a request's headers.
 func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.cfg.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	ln = newLimitListener(ln, s.cfg.MaxConnections)
 	if s.cfg.Stateful {
 		// Long-lived GET streams of stateful sessions would hold Shutdown
 		// until the deadline: end them when it starts.

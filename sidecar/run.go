@@ -5,32 +5,42 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/statesidecar/state"
 )
 
-// Run is the whole sidecar program: it loads the configuration from args
-// and lookupEnv, refuses an unprotected public bind, opens the backend and
-// serves HTTP or stdio until ctx is done (a signal) or, on stdio, the input
-// ends; then it finishes the calls in flight and closes the store. Logs go
-// to stderr; stdout carries only the stdio transport's JSON-RPC.
-func Run(ctx context.Context, args []string, lookupEnv func(string) (string, bool),
-	stdin io.Reader, stdout, stderr io.Writer) error {
-	cfg, err := Load(args, lookupEnv, stderr)
+// Run is the serve command without the others: it loads the configuration
+// from args and env.LookupEnv, refuses an unprotected public bind, opens
+// the backend and serves HTTP or stdio until ctx is done (a signal) or, on
+// stdio, the input ends; then it finishes the calls in flight and closes
+// the store. Logs go to env.Stderr; env.Stdout carries only the stdio
+// transport's JSON-RPC. Main is the whole command line.
+func Run(ctx context.Context, args []string, env Env) error {
+	cfg, err := Load(args, env.LookupEnv, env.Stderr)
 	if err != nil {
 		return err
 	}
+	return run(ctx, cfg, env)
+}
+
+func run(ctx context.Context, cfg Config, env Env) error {
 	if err := cfg.CheckProtected(); err != nil {
 		return err
 	}
-	log := NewLogger(cfg, stderr)
+	log := newLogger(cfg, env.Stderr)
+	stopTracing, err := startTracing(ctx, &cfg, env.LookupEnv, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	sc, err := New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	log.Info("MCP State Sidecar starting", startupAttrs(cfg, sc)...)
 	if cfg.Transport == TransportStdio {
-		err = sc.ServeStdio(ctx, stdin, stdout)
+		err = sc.ServeStdio(ctx, env.Stdin, env.Stdout)
 	} else {
 		err = sc.ListenAndServe(ctx)
 	}
@@ -45,8 +55,8 @@ func Run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	return nil
 }
 
-// NewLogger returns the logger Run uses: text or JSON on w at cfg.LogLevel.
-func NewLogger(cfg Config, w io.Writer) *slog.Logger {
+// newLogger returns the logger Run uses: text or JSON on w at cfg.LogLevel.
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	o := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, o))
@@ -82,21 +92,27 @@ func (m minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{m.Handler.WithGroup(name), m.min}
 }
 
+// startupAttrs are what the starting line logs: every setting the
+// configuration uses (a Redis or PostgreSQL password redacted, tokens by namespace only).
 func startupAttrs(cfg Config, sc *Sidecar) []any {
-	attrs := []any{"version", state.Version, "backend", sc.store.Backend(), "transport", cfg.Transport}
-	switch cfg.Backend {
-	case BackendSQLite:
-		attrs = append(attrs, "db_path", cfg.DBPath)
-	case BackendRedis:
-		attrs = append(attrs, "redis_url", redact(cfg.RedisURL))
+	attrs := []any{"version", state.Version, "backend", sc.store.Backend()}
+	for i := range settings {
+		s := &settings[i]
+		if !s.used(&cfg) || s.env == "STATE_BACKEND" {
+			continue
+		}
+		v := s.show(&cfg)
+		if s.env == "REDIS_URL" || s.env == "DATABASE_URL" {
+			v = redact(v)
+		}
+		attrs = append(attrs, strings.ReplaceAll(s.flag, "-", "_"), v)
 	}
 	if cfg.Transport == TransportHTTP {
 		namespaces := make([]string, 0, len(cfg.Tokens))
 		for _, t := range cfg.Tokens {
 			namespaces = append(namespaces, t.String())
 		}
-		attrs = append(attrs, "stateful", cfg.Stateful, "auth_tokens", len(cfg.Tokens),
-			"token_namespaces", namespaces, "insecure", cfg.AllowInsecure && len(cfg.Tokens) == 0)
+		attrs = append(attrs, "token_namespaces", namespaces, "insecure", cfg.AllowInsecure && len(cfg.Tokens) == 0)
 	}
-	return append(attrs, "allow_reset", cfg.AllowReset, "claim_ttl", cfg.ClaimTTL)
+	return attrs
 }

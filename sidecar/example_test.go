@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/statesidecar/state/examples/server/sidecar"
+	"github.com/statesidecar/state/sidecar"
 )
 
 // Configuration comes from the environment; a flag overrides its variable.
@@ -37,7 +39,7 @@ func ExampleLoad() {
 	fmt.Println(err)
 	// Output:
 	// memory 127.0.0.1:9100 http [token(team-a) token((default))] 10m0s
-	// configuration error: STATE_BACKEND: unknown backend "postgresql": valid values are sqlite, redis, memory
+	// configuration error: STATE_BACKEND: unknown backend "postgresql": valid values are sqlite, redis, postgres, memory
 }
 
 // Protected mode: a public bind needs tokens (or an explicit opt-out).
@@ -86,4 +88,33 @@ func ExampleNew() {
 	// 19 tools
 	// {"ok":true,"version":1}
 	// 200 {"backend":"memory","status":"ok","version":"0.1.0"}
+}
+
+// Main is the whole state-sidecar command line. Commands beside serve and
+// version plug in as Command values (ImportCommand is one).
+func ExampleMain() {
+	greet := sidecar.Command{
+		Name:  "greet",
+		Usage: "greet NAME        say hello",
+		Run: func(_ context.Context, args []string, env sidecar.Env) error {
+			if len(args) != 1 {
+				return fmt.Errorf("%w: greet takes one name", sidecar.ErrConfig)
+			}
+			fmt.Fprintln(env.Stdout, "hello", args[0])
+			return nil
+		},
+	}
+	env := sidecar.Env{LookupEnv: func(string) (string, bool) { return "", false },
+		Stdin: strings.NewReader(""), Stdout: os.Stdout, Stderr: os.Stdout}
+	ctx := context.Background()
+	fmt.Println(sidecar.Main(ctx, []string{"greet", "gophers"}, env, greet))
+	fmt.Println(sidecar.Main(ctx, []string{"greet"}, env, greet))
+	fmt.Println(sidecar.Main(ctx, []string{"-port", "http"}, env, greet))
+	// Output:
+	// hello gophers
+	// 0
+	// state-sidecar: configuration error: greet takes one name
+	// 2
+	// state-sidecar: configuration error: -port: "http" is not a port number (0-65535)
+	// 2
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/statesidecar/state/mcpadapter"
 )
@@ -58,19 +59,19 @@ func ParseTokens(s string) ([]Token, error) {
 	return out, nil
 }
 
-// An Authenticator checks bearer tokens. It compares digests of the tokens
+// An authenticator checks bearer tokens. It compares digests of the tokens
 // in constant time, so neither a token's content nor its length leaks
 // through timing.
-type Authenticator struct {
+type authenticator struct {
 	digests    [][sha256.Size]byte
 	namespaces []string
 	onFailure  func()
 }
 
-// NewAuthenticator returns an Authenticator for tokens; onFailure, if not
+// newAuthenticator returns an authenticator for tokens; onFailure, if not
 // nil, is called for every rejected request (for metrics).
-func NewAuthenticator(tokens []Token, onFailure func()) *Authenticator {
-	a := &Authenticator{onFailure: onFailure}
+func newAuthenticator(tokens []Token, onFailure func()) *authenticator {
+	a := &authenticator{onFailure: onFailure}
 	for _, t := range tokens {
 		a.digests = append(a.digests, sha256.Sum256([]byte(t.Secret)))
 		a.namespaces = append(a.namespaces, t.Namespace)
@@ -78,19 +79,19 @@ func NewAuthenticator(tokens []Token, onFailure func()) *Authenticator {
 	return a
 }
 
-// Errors of Authenticate.
+// Errors of authenticate.
 var (
-	ErrNoToken  = errors.New("missing bearer token")
-	ErrBadToken = errors.New("invalid bearer token")
+	errNoToken  = errors.New("missing bearer token")
+	errBadToken = errors.New("invalid bearer token")
 )
 
-// Authenticate returns the namespace of the request's bearer token ("" for
-// the default namespace), or ErrNoToken or ErrBadToken.
-func (a *Authenticator) Authenticate(r *http.Request) (string, error) {
+// authenticate returns the namespace of the request's bearer token ("" for
+// the default namespace), or errNoToken or errBadToken.
+func (a *authenticator) authenticate(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", ErrNoToken
+		return "", errNoToken
 	}
 	d := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	match := -1
@@ -100,26 +101,30 @@ func (a *Authenticator) Authenticate(r *http.Request) (string, error) {
 		}
 	}
 	if match < 0 {
-		return "", ErrBadToken
+		return "", errBadToken
 	}
 	return a.namespaces[match], nil
 }
 
-// Wrap returns next behind bearer authentication: a request without a valid
-// token gets 401 with a WWW-Authenticate header; a valid one reaches next
-// with its token's namespace in the context (mcpadapter.WithNamespace).
-func (a *Authenticator) Wrap(next http.Handler) http.Handler {
+// wrap returns next behind bearer authentication: a request without a valid
+// token gets 401 with a WWW-Authenticate header, from its headers alone: the
+// connection is closed rather than its body read, so that an
+// unauthenticated client cannot hold the server with a slow body. A valid
+// one reaches next with its token's namespace in the context
+// (mcpadapter.WithNamespace).
+func (a *authenticator) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ns, err := a.Authenticate(r)
+		ns, err := a.authenticate(r)
 		if err != nil {
 			if a.onFailure != nil {
 				a.onFailure()
 			}
 			challenge := `Bearer realm="mcp-state-sidecar"`
-			if errors.Is(err, ErrBadToken) {
+			if errors.Is(err, errBadToken) {
 				challenge += `, error="invalid_token", error_description="unknown bearer token"`
 			}
 			w.Header().Set("WWW-Authenticate", challenge)
+			refuseBody(w)
 			http.Error(w, "401 unauthorized: "+err.Error(), http.StatusUnauthorized)
 			return
 		}
@@ -128,4 +133,13 @@ func (a *Authenticator) Wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseBody makes the server answer without reading the request's body
+// and close the connection after the answer. (net/http would otherwise read
+// up to 256 KiB of an unread body before reusing the connection, at the
+// pace a slow client sends it.)
+func refuseBody(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }

@@ -1,0 +1,171 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/statesidecar/state/mcpadapter"
+)
+
+// httpOptions configures mcp-go's Streamable HTTP transport.
+func (s *Sidecar) httpOptions() []server.StreamableHTTPOption {
+	opts := []server.StreamableHTTPOption{
+		server.WithStreamableHTTPLogger(quieter(s.log.With("component", "mcp-go"), s.cfg)),
+	}
+	if s.cfg.Stateful {
+		// Sessions live in this process's memory, at most MaxSessions of
+		// them: older clients need sticky sessions. A session idle for
+		// SessionIdleTimeout is swept; an open GET stream gets heartbeats,
+		// which count as activity.
+		opts = append(opts, server.WithSessionIdManager(s.sessions),
+			server.WithSessionIdleTTL(s.cfg.SessionIdleTimeout),
+			server.WithHeartbeatInterval(max(s.cfg.SessionIdleTimeout/3, time.Second)))
+	} else {
+		// Any replica answers any request; no GET stream, which in stateless
+		// mode would be one stream shared by every older client.
+		opts = append(opts, server.WithStateLess(true), server.WithDisableStreaming(true))
+	}
+	if len(s.cfg.Tokens) > 0 {
+		// The DNS-rebinding guard protects an unauthenticated loopback server
+		// from web pages; a bearer token does that better, and the guard
+		// would reject a same-pod proxy that keeps the original Host.
+		opts = append(opts, server.WithDisableLocalhostProtection(true))
+	}
+	return opts
+}
+
+// routes builds the HTTP handler. A request to /mcp passes, in order: with
+// tracing, the extraction of its trace headers; the metrics; authentication, answered from the headers before any of the body
+// is read; the body, read whole within ReadTimeout and MaxRequestBytes; the
+// cap on requests served at once; mcp-go.
+func (s *Sidecar) routes() http.Handler {
+	var mcpHandler http.Handler = s.mcpHTTP
+	mcpHandler = s.limitConcurrency(mcpHandler)
+	mcpHandler = s.readBody(mcpHandler)
+	if len(s.cfg.Tokens) > 0 {
+		mcpHandler = newAuthenticator(s.cfg.Tokens, s.metrics.AuthFailed).wrap(mcpHandler)
+	}
+	mcpHandler = s.metrics.InstrumentMCP(mcpHandler)
+	if s.cfg.TracerProvider != nil {
+		mcpHandler = extractTrace(mcpHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpHandler)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	return mux
+}
+
+// readBody reads a POST's body whole before mcp-go sees it: within
+// ReadTimeout from the first byte of the body (a slower client gets 408 and
+// loses the connection) and within MaxRequestBytes (413). The message then
+// goes through mcpadapter.PrepareMessage, and in stateful mode an initialize
+// beyond MaxSessions gets 503.
+func (s *Sidecar) readBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
+		body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes), r.ContentLength, s.cfg.MaxRequestBytes)
+		if err != nil {
+			refuseBody(w)
+			var tooBig *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooBig):
+				http.Error(w, fmt.Sprintf("request body too large: the limit is %d bytes", s.cfg.MaxRequestBytes),
+					http.StatusRequestEntityTooLarge)
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				http.Error(w, fmt.Sprintf("request body not received within %v", s.cfg.ReadTimeout), http.StatusRequestTimeout)
+			default:
+				http.Error(w, "request body could not be read", http.StatusBadRequest)
+			}
+			return
+		}
+		_ = rc.SetReadDeadline(time.Time{})
+		body = mcpadapter.PrepareMessage(body)
+		if s.sessions != nil && s.sessions.full() && isInitialize(body) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(max(s.cfg.SessionIdleTimeout/time.Second, 1))))
+			http.Error(w, fmt.Sprintf("too many sessions: this server keeps at most %d; try again later", s.cfg.MaxSessions),
+				http.StatusServiceUnavailable)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readAll reads r to its end. A body whose length was declared (up to 64
+// KiB: a client cannot make the server reserve more than it sends) is read
+// into a buffer of exactly that size; net/http ends the body there.
+func readAll(r io.Reader, declared, limit int64) ([]byte, error) {
+	if declared >= 0 && declared <= min(limit, 64<<10) {
+		b := make([]byte, declared)
+		if _, err := io.ReadFull(r, b); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return b, nil
+	}
+	size := 4 << 10 // chunked: no length declared
+	if declared > 0 {
+		size = 64 << 10
+	}
+	b := bytes.NewBuffer(make([]byte, 0, size))
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
+}
+
+// isInitialize reports whether msg is an initialize request.
+func isInitialize(msg []byte) bool {
+	if !bytes.Contains(msg, []byte(`"initialize"`)) {
+		return false
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(msg, &m) == nil && m.Method == "initialize"
+}
+
+// limitConcurrency lets at most MaxConcurrentRequests POSTs into mcp-go at
+// once; the others wait for a slot up to RequestTimeout, then get 503.
+// GET streams (stateful mode) are not counted: they are held open, not
+// served.
+func (s *Sidecar) limitConcurrency(next http.Handler) http.Handler {
+	slots := make(chan struct{}, s.cfg.MaxConcurrentRequests)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+			defer cancel()
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "server busy: too many requests in flight", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		defer func() { <-slots }()
+		next.ServeHTTP(w, r)
+	})
+}
