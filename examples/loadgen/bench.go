@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -17,6 +18,18 @@ type result struct {
 	elapsed  time.Duration
 	p50, p99 time.Duration
 	firstErr error
+	// cpu is the process's CPU time (user and system) over the measured
+	// calls: client and in-process server together.
+	cpu time.Duration
+}
+
+// cpuPerCall is the CPU time per call: unlike calls/s, it hardly moves
+// with the load other processes put on the machine.
+func (r result) cpuPerCall() time.Duration {
+	if r.calls == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.calls)
 }
 
 // perSecond is the throughput.
@@ -40,6 +53,8 @@ func measure(ctx context.Context, workers int, warmup, d time.Duration, call cal
 	var wg sync.WaitGroup
 	begin := time.Now()
 	startAt, stopAt := begin.Add(warmup), begin.Add(warmup+d)
+	cpu0 := make(chan time.Duration, 1)
+	time.AfterFunc(warmup, func() { cpu0 <- cpuTime() })
 	for i := range ws {
 		wg.Go(func() {
 			w := &ws[i]
@@ -66,6 +81,7 @@ func measure(ctx context.Context, workers int, warmup, d time.Duration, call cal
 	wg.Wait()
 	var r result
 	r.elapsed = time.Since(startAt)
+	r.cpu = cpuTime() - <-cpu0
 	var all []time.Duration
 	for _, w := range ws {
 		all = append(all, w.lat...)
@@ -87,4 +103,11 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	}
 	i := int(q*float64(len(sorted))+0.5) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

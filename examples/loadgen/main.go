@@ -10,7 +10,7 @@
 //	go run ./examples/loadgen -backends redis -redis-url redis://127.0.0.1:6379/0
 //	go run ./examples/loadgen -url http://127.0.0.1:8000/mcp -token s3cret   # a running sidecar
 //
-// By default it starts the real sidecar handler (examples/server/sidecar,
+// By default it starts the real sidecar handler (package sidecar,
 // stateless HTTP) on a loopback port, so client and server share the
 // machine's CPUs: the numbers are a ratio to read on one machine, not a
 // capacity figure.
@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/statesidecar/state/examples/server/sidecar"
+	"github.com/statesidecar/state/sidecar"
 )
 
 func main() {
@@ -51,6 +51,8 @@ type options struct {
 	cpuProfile       string
 	backends         []string
 	clients          []int
+	rounds           int
+	store            bool
 	duration, warmup time.Duration
 }
 
@@ -60,7 +62,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	o := options{}
 	fs.StringVar(&o.url, "url", "", "measure a running sidecar at this MCP URL (e.g. http://127.0.0.1:8000/mcp) instead of starting one")
 	fs.StringVar(&o.token, "token", "", "bearer token for -url")
-	backends := fs.String("backends", "memory,sqlite", "backends of the in-process sidecar, comma-separated: memory, sqlite, redis")
+	backends := fs.String("backends", "memory,sqlite", "backends of the in-process sidecar, comma-separated: memory, sqlite, redis; "+
+		"echo adds a bare mcp-go server as the yardstick (the ÷echo column)")
+	fs.IntVar(&o.rounds, "rounds", 1, "measure every backend this many times, taking turns (for ratios on a busy machine)")
+	fs.BoolVar(&o.store, "store", true, "also measure the Store called in-process (the store rows)")
 	fs.StringVar(&o.redisURL, "redis-url", "redis://localhost:6379", "Redis URL for -backends redis")
 	clients := fs.String("clients", "1,16,64", "numbers of concurrent clients, comma-separated")
 	fs.DurationVar(&o.duration, "duration", 500*time.Millisecond, "measuring time per row")
@@ -81,14 +86,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	for s := range strings.SplitSeq(*backends, ",") {
 		switch b := strings.TrimSpace(s); b {
-		case sidecar.BackendMemory, sidecar.BackendSQLite, sidecar.BackendRedis:
+		case sidecar.BackendMemory, sidecar.BackendSQLite, sidecar.BackendRedis, echoName:
 			o.backends = append(o.backends, b)
 		default:
-			return o, fmt.Errorf("-backends: %q is not memory, sqlite or redis", s)
+			return o, fmt.Errorf("-backends: %q is not memory, sqlite, redis or echo", s)
 		}
 	}
-	if o.duration <= 0 || o.warmup < 0 {
-		return o, errors.New("-duration must be positive and -warmup not negative")
+	if o.duration <= 0 || o.warmup < 0 || o.rounds < 1 {
+		return o, errors.New("-duration and -rounds must be positive and -warmup not negative")
 	}
 	return o, nil
 }
@@ -123,26 +128,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return report(stdout, rows)
 	}
-	for _, b := range o.backends {
-		p, err := startSidecar(ctx, b, o.redisURL)
-		if err != nil {
-			return err
-		}
-		for _, n := range o.clients {
-			base := measure(ctx, n, o.warmup, o.duration, storeCaller(p.sc.Store()))
-			viaMCP, err := measureMCP(ctx, o, p.url, n)
+	for round := 1; round <= o.rounds; round++ {
+		for _, b := range o.backends {
+			more, err := measureBackend(ctx, o, b, round)
 			if err != nil {
-				_ = p.close()
 				return err
 			}
-			rows = append(rows, row{backend: b, clients: n, path: "store", r: base},
-				row{backend: b, clients: n, path: "mcp-http", r: viaMCP, base: &base})
-		}
-		if err := p.close(); err != nil {
-			return err
+			rows = append(rows, more...)
 		}
 	}
 	return report(stdout, rows)
+}
+
+// measureBackend starts backend b (a sidecar, or the echo server) and
+// measures it at every concurrency.
+func measureBackend(ctx context.Context, o options, b string, round int) ([]row, error) {
+	var p *inProcess
+	var err error
+	if b == echoName {
+		p, err = startEcho()
+	} else {
+		p, err = startSidecar(ctx, b, o.redisURL)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	for _, n := range o.clients {
+		var base *result
+		if o.store && p.sc != nil {
+			r := measure(ctx, n, o.warmup, o.duration, storeCaller(p.sc.Store()))
+			base = &r
+			rows = append(rows, row{backend: b, clients: n, path: "store", r: r, round: round})
+		}
+		viaMCP, err := measureMCP(ctx, o, p.url, n)
+		if err != nil {
+			_ = p.close()
+			return nil, err
+		}
+		rows = append(rows, row{backend: b, clients: n, path: "mcp-http", r: viaMCP, base: base, round: round})
+	}
+	return rows, p.close()
 }
 
 // measureMCP connects n clients to mcpURL and measures the workload on them.

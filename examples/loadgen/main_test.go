@@ -19,15 +19,36 @@ func TestRun(t *testing.T) {
 	rows := 0
 	for l := range strings.Lines(out.String()) {
 		f := strings.Fields(l)
-		if len(f) >= 7 && (f[2] == "store" || f[2] == "mcp-http") {
+		if len(f) >= 8 && (f[3] == "store" || f[3] == "mcp-http") {
 			rows++
-			if f[6] != "0" {
+			if f[7] != "0" {
 				t.Errorf("a row with errors: %s", l)
 			}
 		}
 	}
 	if rows != 8 { // 2 backends × 2 concurrencies × 2 paths
 		t.Errorf("%d rows, want 8:\n%s", rows, out.String())
+	}
+}
+
+// With the echo server as yardstick, rounds take turns and the summary
+// gives the sidecar's share of echo's calls/s.
+func TestRunAgainstEcho(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"-backends", "memory,echo", "-rounds", "2", "-store=false", "-clients", "2",
+		"-duration", "50ms", "-warmup", "10ms"}, &out, io.Discard)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Logf("\n%s", out.String())
+	if n := strings.Count(out.String(), " mcp-http "); n != 4 {
+		t.Errorf("%d mcp-http rows, want 4 (2 rounds × memory and echo)", n)
+	}
+	if strings.Contains(out.String(), " store ") {
+		t.Error("-store=false must leave out the store rows")
+	}
+	if !strings.Contains(out.String(), "mcp-http calls/s ÷ echo, memory at 2 clients: median ") {
+		t.Errorf("no summary against echo:\n%s", out.String())
 	}
 }
 
@@ -53,7 +74,7 @@ func TestRunAgainstURL(t *testing.T) {
 
 func TestParseRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"-clients", "0"}, {"-clients", "x"}, {"-backends", "postgres"}, {"-duration", "0s"}, {"stray"},
+		{"-clients", "0"}, {"-clients", "x"}, {"-backends", "postgres"}, {"-duration", "0s"}, {"-rounds", "0"}, {"stray"},
 	} {
 		if _, err := parse(args, io.Discard); err == nil {
 			t.Errorf("%v: want an error", args)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 )
@@ -15,21 +16,41 @@ type row struct {
 	path    string
 	r       result
 	base    *result
+	round   int
 }
 
-// report prints the table and returns an error if any call failed.
+// report prints the table, and with an echo backend the MCP rows'
+// calls/s over echo's in the same round and the median of those ratios
+// over the rounds. It returns an error if any call failed.
 func report(w io.Writer, rows []row) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backend\tclients\tpath\tcalls/s\tp50\tp99\terrors\tcalls/s store÷mcp\tp50 mcp÷store\t")
-	var failed error
+	echo := map[[2]int]float64{} // round, clients → echo calls/s
 	for _, r := range rows {
-		rate, lat := "", ""
+		if r.backend == echoName {
+			echo[[2]int{r.round, r.clients}] = r.r.perSecond()
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "round\tbackend\tclients\tpath\tcalls/s\tp50\tp99\terrors\tcalls/s store÷mcp\tp50 mcp÷store\tcalls/s ÷echo\tcpu/call\t")
+	var failed error
+	ratios := map[string][]float64{} // backend and clients → ratios to echo
+	var keys []string
+	for _, r := range rows {
+		rate, lat, toEcho := "", "", ""
 		if r.base != nil && r.r.perSecond() > 0 && r.base.p50 > 0 {
 			rate = fmt.Sprintf("%.1f×", r.base.perSecond()/r.r.perSecond())
 			lat = fmt.Sprintf("%.1f×", float64(r.r.p50)/float64(r.base.p50))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%s\t%d\t%s\t%s\t\n", r.backend, r.clients, r.path,
-			r.r.perSecond(), round(r.r.p50), round(r.r.p99), r.r.errors, rate, lat)
+		if e := echo[[2]int{r.round, r.clients}]; e > 0 && r.path == "mcp-http" && r.backend != echoName {
+			q := r.r.perSecond() / e
+			toEcho = fmt.Sprintf("%.2f×", q)
+			k := fmt.Sprintf("%s at %d clients", r.backend, r.clients)
+			if ratios[k] == nil {
+				keys = append(keys, k)
+			}
+			ratios[k] = append(ratios[k], q)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%.0f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", r.round, r.backend, r.clients, r.path,
+			r.r.perSecond(), round(r.r.p50), round(r.r.p99), r.r.errors, rate, lat, toEcho, r.r.cpuPerCall().Round(100*time.Nanosecond))
 		if r.r.errors > 0 && failed == nil {
 			failed = fmt.Errorf("%s with %d clients on %s: %d calls failed, the first: %w",
 				r.path, r.clients, r.backend, r.r.errors, r.r.firstErr)
@@ -37,6 +58,12 @@ func report(w io.Writer, rows []row) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, k := range keys {
+		q := slices.Clone(ratios[k])
+		slices.Sort(q)
+		fmt.Fprintf(w, "mcp-http calls/s ÷ echo, %s: median %.2f× of %d rounds (min %.2f×, max %.2f×)\n",
+			k, q[len(q)/2], len(q), q[0], q[len(q)-1])
 	}
 	return failed
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state"
-	"github.com/statesidecar/state/examples/server/sidecar"
+	"github.com/statesidecar/state/sidecar"
 )
 
 // The workload: each worker alternates a write and a read of its own keys,
@@ -95,9 +95,11 @@ func connect(ctx context.Context, mcpURL, token string, n int) ([]*client.Client
 	return clients, closeAll, nil
 }
 
-// inProcess is a sidecar serving HTTP on a loopback port in this process.
+// inProcess is a sidecar (or the echo server, sc nil) serving HTTP on a
+// loopback port in this process.
 type inProcess struct {
 	sc               *sidecar.Sidecar
+	closeFn          func() error
 	url              string
 	stop             context.CancelFunc
 	served           chan error
@@ -105,7 +107,7 @@ type inProcess struct {
 	redisURL, prefix string
 }
 
-// startSidecar starts the real sidecar handler (examples/server/sidecar)
+// startSidecar starts the real sidecar handler (package sidecar)
 // on backend, on a loopback listener. A SQLite file goes to a temporary
 // directory that close removes; Redis keys go under a prefix of their own
 // (redisstate's prefix parameter), which close deletes.
@@ -149,6 +151,9 @@ func startSidecar(ctx context.Context, backend, redisURL string) (*inProcess, er
 }
 
 func (p *inProcess) close() error {
+	if p.closeFn != nil {
+		return p.closeFn()
+	}
 	p.stop()
 	err := errors.Join(<-p.served, p.sc.Close())
 	p.removeDir()

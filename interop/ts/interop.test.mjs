@@ -1,13 +1,13 @@
 // Interop test: the official MCP TypeScript SDK (@modelcontextprotocol/sdk)
 // drives the Go state sidecar over stdio and over Streamable HTTP.
 //
-// It is run by TestInteropTypeScriptSDK in examples/server, which builds the
+// It is run by TestInteropTypeScriptSDK in cmd/state-sidecar, which builds the
 // sidecar, starts it in HTTP mode and sets:
 //   SIDECAR_BIN     the built binary (spawned here in stdio mode)
 //   SIDECAR_URL     the HTTP sidecar's base URL (http://127.0.0.1:port)
 //   SIDECAR_TOKEN   its bearer token (a token of the default namespace)
 //   SIDECAR_DB_PATH the SQLite file both sidecars share
-// By hand: npm ci --prefix interop/ts && go test ./examples/server -run Interop -v
+// By hand: npm ci --prefix interop/ts && go test ./cmd/state-sidecar -run Interop -v
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 const { SIDECAR_BIN, SIDECAR_URL, SIDECAR_TOKEN, SIDECAR_DB_PATH } = process.env;
 if (!SIDECAR_BIN || !SIDECAR_URL || !SIDECAR_TOKEN || !SIDECAR_DB_PATH) {
-  throw new Error('run this through the Go test (go test ./examples/server -run Interop), which sets SIDECAR_BIN, SIDECAR_URL, SIDECAR_TOKEN and SIDECAR_DB_PATH');
+  throw new Error('run this through the Go test (go test ./cmd/state-sidecar -run Interop), which sets SIDECAR_BIN, SIDECAR_URL, SIDECAR_TOKEN and SIDECAR_DB_PATH');
 }
 
 const TOOLS = [

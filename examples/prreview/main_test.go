@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// wait bounds every real wait of these tests: generous, because the machine
+// may be busy. A wait that ends early is never a failure.
+const wait = 3 * time.Minute
+
+func TestMain(m *testing.M) {
+	// The dashboard starts its agents as "<this binary> agent ...": in a
+	// test, this binary is the test binary.
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		os.Exit(agentMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	// The shutdown test runs the whole program as a process of its own.
+	if os.Getenv("PRREVIEW_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer collects output written from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A harness is a dashboard running in this process (with its own sidecar
+// unless -sidecar is given), its agents real processes.
+type harness struct {
+	URL    string
+	stderr *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startDemo runs the dashboard with args on a free port and returns once
+// it serves. It is stopped when the test ends.
+func startDemo(t *testing.T, args ...string) *harness {
+	t.Helper()
+	return startDemoEnv(t, nil, args...)
+}
+
+// startDemoEnv is startDemo with env as the only environment variables the
+// dashboard sees (none of the developer's PRREVIEW_* or GITHUB_* settings).
+func startDemoEnv(t *testing.T, env map[string]string, args ...string) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	pr, pw := io.Pipe()
+	go func() {
+		h.done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-claim-ttl", "2s"}, args...),
+			func(k string) string { return env[k] }, pw, h.stderr)
+		pw.Close()
+	}()
+	first := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "PR-review demo: open "); ok {
+				first <- u
+			}
+		}
+		close(first)
+	}()
+	select {
+	case u, ok := <-first:
+		if !ok {
+			t.Fatalf("the dashboard did not start: %v\n%s", <-h.done, h.stderr.String())
+		}
+		h.URL = u
+	case <-time.After(wait):
+		t.Fatal("the dashboard did not print its URL")
+	}
+	t.Cleanup(func() {
+		if err := h.stop(); err != nil {
+			t.Errorf("stopping the dashboard: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("dashboard stderr:\n%s", h.stderr.String())
+		}
+	})
+	return h
+}
+
+// stop stops the dashboard (as Ctrl-C does) and returns run's result.
+func (h *harness) stop() error {
+	h.cancel()
+	select {
+	case err := <-h.done:
+		h.done <- err
+		return err
+	case <-time.After(wait):
+		return fmt.Errorf("run did not return")
+	}
+}
+
+// post presses a button: it returns the status and the decoded answer.
+func (h *harness) post(t *testing.T, path string, body any) (int, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	res, err := http.Post(h.URL+"/api/"+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+		t.Fatalf("POST %s: the answer is not JSON: %v", path, err)
+	}
+	return res.StatusCode, out
+}
+
+// ok presses a button that must work.
+func (h *harness) ok(t *testing.T, path string, body any) map[string]any {
+	t.Helper()
+	status, out := h.post(t, path, body)
+	if status != http.StatusOK {
+		t.Fatalf("POST %s %v: %d %v", path, body, status, out)
+	}
+	return out
+}
+
+// refused presses a button that must be refused with a message containing want.
+func (h *harness) refused(t *testing.T, path string, body any, wantStatus int, want string) {
+	t.Helper()
+	status, out := h.post(t, path, body)
+	msg, _ := out["error"].(string)
+	if status != wantStatus || !strings.Contains(msg, want) {
+		t.Errorf("POST %s %v: %d %q, want %d and a message with %q", path, body, status, msg, wantStatus, want)
+	}
+}
+
+// state reads the page's snapshot.
+func (h *harness) state(t *testing.T) snapshot {
+	t.Helper()
+	res, err := http.Get(h.URL + "/api/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var s snapshot
+	if err := json.NewDecoder(res.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// waitState polls the snapshot until cond holds.
+func (h *harness) waitState(t *testing.T, what string, cond func(s snapshot) bool) snapshot {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		s := h.state(t)
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.MarshalIndent(s.Workers, "", " ")
+			t.Fatalf("timed out waiting until %s; workers:\n%s", what, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// run returns the run of the pipeline with id.
+func (s snapshot) run(id string) (runInfo, bool) {
+	for _, r := range s.Runs {
+		if r.RunID == id {
+			return r, true
+		}
+	}
+	return runInfo{}, false
+}
+
+// reviewStatus is the status of the kind's reviewer run.
+func (s snapshot) reviewStatus(kind string) string {
+	if s.Pipeline == nil {
+		return ""
+	}
+	r, _ := s.run(s.Pipeline.Children[kind])
+	return r.Status
+}
+
+// workersOf returns the workers of kind.
+func (s snapshot) workersOf(kind string) []worker {
+	var out []worker
+	for _, w := range s.Workers {
+		if w.Kind == kind {
+			out = append(out, w)
+		}
+	}
+	return out
+}

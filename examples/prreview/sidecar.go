@@ -1,0 +1,62 @@
+package main
+
+// The one place the demo imports the sidecar package, to run a sidecar of
+// its own when none is given with -sidecar.
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/statesidecar/state/sidecar"
+)
+
+// An ownSidecar is the sidecar the demo runs itself: SQLite in dir, MCP
+// over Streamable HTTP on a loopback port, in this process. The agents and
+// the dashboard reach it over HTTP like any other sidecar.
+type ownSidecar struct {
+	URL, DBPath string
+	stop        func() error
+}
+
+// startSidecar starts a sidecar on SQLite in dir, listening on port (0
+// picks a free one) of 127.0.0.1. tokens, if any, are required as bearer
+// tokens ("token" or "token:namespace", comma-separated).
+func startSidecar(ctx context.Context, dir string, port int, tokens string, log *slog.Logger) (*ownSidecar, error) {
+	cfg := sidecar.Defaults()
+	if tokens != "" {
+		var err error
+		if cfg.Tokens, err = sidecar.ParseTokens(tokens); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Backend = sidecar.BackendSQLite
+	cfg.DBPath = filepath.Join(dir, "prreview.db")
+	cfg.Host, cfg.Port = "127.0.0.1", port
+	cfg.ShutdownTimeout = 5 * time.Second
+	sc, err := sidecar.New(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr())
+	if err != nil {
+		_ = sc.Close()
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- sc.Serve(sctx, ln) }()
+	port = ln.Addr().(*net.TCPAddr).Port
+	return &ownSidecar{
+		URL:    "http://127.0.0.1:" + strconv.Itoa(port),
+		DBPath: cfg.DBPath,
+		stop: func() error {
+			cancel()
+			return errors.Join(<-served, sc.Close())
+		},
+	}, nil
+}

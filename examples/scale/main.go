@@ -1,0 +1,156 @@
+// Command scale measures how the cost of each store operation changes as a
+// store grows: it fills a store to each size in turn (ten thousand, a
+// hundred thousand and a million records by default), and at each size
+// times a few thousand calls of every operation, one at a time, and prints
+// their p50 and p99 beside the storage the store takes per 1,000 records.
+// Any backend registered with package state works: give its URL.
+//
+//	go run ./examples/scale -url mem://
+//	go run ./examples/scale -url sqlite:///tmp/scale.db          # a new file; removed afterwards unless -keep
+//	go run ./examples/scale -url 'redis://127.0.0.1:6379/0'      # in a prefix of its own, purged afterwards
+//	go run ./examples/scale -url mem:// -sizes 10000,100000 -ops 500
+//	go run ./examples/scale -url sqlite:///tmp/s.db -storage     # bytes per key, run and history entry
+//
+// A store of size N holds 70% key-value entries (keys "user/<group>/<nn>",
+// a hundred per group), 20% workflow runs (tagged with one of 10
+// pipelines and one of 7 teams; a tenth created, a tenth running under a
+// live claim, the rest done) and 10% leases, plus the history of every
+// write, trimmed to the store's retention cap (100,000 entries) before
+// measuring. The operations are:
+//
+//	Get, Set                   a random existing key
+//	ClaimRun                   a fresh claim of a created run
+//	TryAcquire                 a lease on a new resource
+//	Discover tags+claimable    claimable runs of a random pipeline, 10 per page
+//	Discover status=running    running runs, 10 per page
+//	Discover status=done       done runs, 10 per page
+//	List first page            a random group's prefix (100 keys), 20 per page
+//	List later page            the same, the page after 60 keys, through the cursor
+//	History key                the newest 10 entries of a random key
+//	History all                the newest 10 entries
+//
+// The operations take turns in four rounds, so that a burst of load from
+// elsewhere spreads over all of them. The ratio column divides the p50 at
+// the largest size by the p50 at the smallest: 1.0 is perfectly flat.
+// Timings on a machine doing other work are noisy; rerun on a quiet one
+// for figures to publish.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/statesidecar/state/backend/memstate"
+	_ "github.com/statesidecar/state/backend/redisstate"
+	_ "github.com/statesidecar/state/backend/sqlitestate"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	url     string
+	sizes   []int
+	ops     int
+	workers int
+	storage bool
+	keep    bool
+	profile string
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.url, "url", "mem://", "store URL: mem://, sqlite:///path (a new file), redis://host:port/db")
+	sizes := fs.String("sizes", "10000,100000,1000000", "store sizes in records, ascending, comma-separated")
+	fs.IntVar(&o.ops, "ops", 2000, "timed calls of each operation at each size")
+	fs.IntVar(&o.workers, "workers", 32, "concurrent writers while filling")
+	fs.BoolVar(&o.storage, "storage", false, "measure the bytes of one key, one run and one history entry instead")
+	fs.BoolVar(&o.keep, "keep", false, "keep the SQLite file or the Redis keys afterwards")
+	fs.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the timed calls (not the filling) to this file")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	prev := 0
+	for s := range strings.SplitSeq(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 100 || n <= prev {
+			return o, fmt.Errorf("-sizes: %q is not a size of at least 100 above the one before", s)
+		}
+		o.sizes, prev = append(o.sizes, n), n
+	}
+	if o.ops < 10 || o.workers < 1 {
+		return o, errors.New("-ops must be at least 10 and -workers at least 1")
+	}
+	return o, nil
+}
+
+// run fills and measures, and prints the table to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	tgt, err := openTarget(ctx, o.url, o.keep)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tgt.close(); err != nil {
+			fmt.Fprintln(stderr, "scale: cleaning up:", err)
+		}
+	}()
+	fmt.Fprintf(stdout, "scale: %s on %s, %s, GOMAXPROCS=%d; %d calls per operation and size\n",
+		tgt.st.Backend(), tgt.describe, runtime.Version(), runtime.GOMAXPROCS(0), o.ops)
+	if o.storage {
+		return measureStorage(ctx, tgt, stdout)
+	}
+	f := &filler{st: tgt.st, workers: o.workers}
+	var cols []column
+	for _, n := range o.sizes {
+		start := time.Now()
+		if err := f.fillTo(ctx, n); err != nil {
+			return fmt.Errorf("filling to %d records: %w", n, err)
+		}
+		if _, err := tgt.st.Sweep(ctx); err != nil { // trim history to its cap, as the background sweeper would
+			return err
+		}
+		filled := time.Since(start)
+		bytes, err := tgt.bytes(ctx)
+		if err != nil {
+			return fmt.Errorf("measuring storage: %w", err)
+		}
+		fmt.Fprintf(stderr, "scale: %d records filled in %v; measuring\n", n, filled.Round(time.Millisecond))
+		res, err := measureProfiled(ctx, f, n, o.ops, o.profile)
+		if err != nil {
+			return fmt.Errorf("at %d records: %w", n, err)
+		}
+		if tgt.unweighed {
+			bytes = -1
+		}
+		cols = append(cols, column{size: n, results: res, bytes: bytes, fill: filled})
+	}
+	return report(stdout, cols)
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/backend/redisstate"
+	"github.com/statesidecar/state/backend/sqlitestate"
+	"github.com/statesidecar/state/internal/redistest"
+)
+
+// target is the store under measurement and how to weigh it.
+type target struct {
+	st       *state.Store
+	describe string
+	// bytes returns what the store takes: the file for SQLite, the keys'
+	// memory for Redis, the heap for memory; unweighed says it cannot.
+	bytes     func(ctx context.Context) (int64, error)
+	unweighed bool
+	close     func() error
+}
+
+// openTarget opens the store at rawURL, with the background sweeper off
+// (the command sweeps when it chooses). A SQLite file must not exist yet; a
+// Redis store gets a key prefix of its own unless the URL names one. Any
+// other registered scheme works too (import its package in main.go), its
+// storage left unmeasured.
+func openTarget(ctx context.Context, rawURL string, keep bool) (*target, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	opts := &state.Options{SweepInterval: -1}
+	switch u.Scheme {
+	case "sqlite":
+		path := u.Path
+		if path == "" {
+			path = u.Opaque
+		}
+		if _, err := os.Stat(path); err == nil {
+			return nil, fmt.Errorf("%s exists: give the path of a new file", path)
+		}
+	case "redis", "rediss":
+		if u.Query().Get("prefix") == "" {
+			q := u.Query()
+			q.Set("prefix", "scale-"+strings.ToLower(rand.Text()[:8]))
+			u.RawQuery = q.Encode()
+		}
+	}
+	var base runtime.MemStats
+	if u.Scheme == "mem" {
+		runtime.GC()
+		runtime.ReadMemStats(&base)
+	}
+	st, err := state.DefaultURLMux().Open(ctx, u.String(), opts)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{st: st, describe: redact(u), close: st.Close}
+	switch d := st.Driver().(type) {
+	case *sqlitestate.Driver:
+		side, err := sql.Open("sqlite", "file:"+(&url.URL{Path: d.Path()}).EscapedPath()+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			_ = st.Close()
+			return nil, err
+		}
+		t.bytes = func(ctx context.Context) (int64, error) { return sqliteBytes(ctx, side) }
+		t.close = func() error { return errors.Join(side.Close(), st.Close()) }
+		if !keep {
+			t.close = func() error {
+				return errors.Join(side.Close(), st.Close(), remove(d.Path()), remove(d.Path()+"-wal"), remove(d.Path()+"-shm"))
+			}
+		}
+	case *redisstate.Driver:
+		rdb, prefix := d.Client(), d.Prefix()
+		t.bytes = func(ctx context.Context) (int64, error) { return redisBytes(ctx, rdb, prefix) }
+		if !keep {
+			t.close = func() error {
+				return errors.Join(redistest.Purge(context.Background(), rdb, prefix), st.Close())
+			}
+		}
+	default:
+		if u.Scheme != "mem" {
+			t.bytes = func(context.Context) (int64, error) { return 0, nil }
+			t.unweighed = true
+			break
+		}
+		t.bytes = func(context.Context) (int64, error) {
+			var m runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&m)
+			return int64(m.HeapAlloc) - int64(base.HeapAlloc), nil
+		}
+	}
+	return t, nil
+}
+
+// remove removes a file that may not exist.
+func remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// redact drops a password from a URL for printing.
+func redact(u *url.URL) string {
+	c := *u
+	if _, ok := c.User.Password(); ok {
+		c.User = url.UserPassword(c.User.Username(), "xxx")
+	}
+	return c.String()
+}
+
+// sqliteBytes checkpoints the write-ahead log into the database and
+// returns the bytes of the database's pages in use (free pages left by
+// deletions are not counted: SQLite reuses them).
+func sqliteBytes(ctx context.Context, db *sql.DB) (int64, error) {
+	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return 0, err
+	}
+	var pages, free, size int64
+	for q, dst := range map[string]*int64{`PRAGMA page_count`: &pages, `PRAGMA freelist_count`: &free, `PRAGMA page_size`: &size} {
+		if err := db.QueryRowContext(ctx, q).Scan(dst); err != nil {
+			return 0, err
+		}
+	}
+	return (pages - free) * size, nil
+}
+
+// redisBytes sums MEMORY USAGE over every key of the prefix (every
+// namespace), pipelined a thousand at a time.
+func redisBytes(ctx context.Context, rdb redis.UniversalClient, prefix string) (int64, error) {
+	c, ok := rdb.(*redis.Client)
+	if !ok {
+		return 0, errors.New("measuring Redis memory needs a standalone server")
+	}
+	var total int64
+	iter := c.Scan(ctx, 0, "{"+prefix+"[:}]*", 1000).Iterator()
+	batch := make([]string, 0, 1000)
+	flush := func() error {
+		cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range batch {
+				p.MemoryUsage(ctx, k, 0)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		for _, cmd := range cmds {
+			if n, err := cmd.(*redis.IntCmd).Result(); err == nil {
+				total += n
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == cap(batch) {
+			if err := flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return 0, err
+	}
+	return total, flush()
+}
