@@ -262,7 +262,7 @@ func checkText(name string, v []byte) error {
 	return nil
 }
 
-// escapeAt returns the code unit of the \uXXXX escape at v[i:], if there is
+// escapeAt returns the code unit of the \u escape (four hex digits) at v[i:], if there is
 // one.
 func escapeAt(v []byte, i int) (rune, bool) {
 	if i+6 > len(v) || v[i] != '\\' || v[i+1] != 'u' {
