@@ -54,6 +54,13 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
         '<', '\u003c'), '>', '\u003e'), '&', '\u0026'), chr(8232), '\u2028'), chr(8233), '\u2029')
 $$;
 
+-- int_of reads v as a decimal integer, as backend.OpAdd does: 0 when v is
+-- NULL or not a decimal integer (an optional sign and up to 18 digits).
+CREATE FUNCTION {{s}}.int_of(v bytea) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN encode(v, 'escape') ~ '^[+-]?[0-9]{1,18}$' THEN encode(v, 'escape')::bigint ELSE 0 END
+$$;
+
 -- create_ns registers namespace p_ns and creates its revision sequence,
 -- starting at the database clock in microseconds. Concurrent first writers
 -- of a namespace serialise on an advisory lock; the loser finds the row.
@@ -122,9 +129,10 @@ $$;
 -- conditions, then draws a revision, appends the events and applies the
 -- ops. Each statement of a PL/pgSQL function sees what committed before it
 -- started, so the checks see every write that held these locks before.
--- Op kinds: 1 put, 2 delete. A TTL or event time of 0 means none.
--- p_distinct says that no key appears in two ops, so that the ops can be
--- applied with one statement each for puts and deletes.
+-- Op kinds: 1 put, 2 delete, 3 add (backend.OpAdd: the record's live
+-- decimal integer, 0 when absent or expired, plus the op's). A TTL or event
+-- time of 0 means none. p_distinct says that no key appears in two ops, so
+-- that the ops can be applied with one statement per kind.
 CREATE FUNCTION {{s}}.commit(
     p_ns text, p_now bigint, p_nslock bigint, p_excl boolean, p_locks bigint[],
     p_cond_keys bytea[], p_cond_revs bigint[],
@@ -196,18 +204,31 @@ BEGIN
              USING unnest(p_op_kinds, p_op_keys) AS o(kind, key)
              WHERE o.kind = 2 AND r.ns = p_ns AND r.key = o.key;
         END IF;
-        IF NOT 1 = ANY (p_op_kinds) THEN
-            RETURN;
+        IF 1 = ANY (p_op_kinds) THEN
+            INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
+            SELECT p_ns, o.key, o.value, o.writer, rev, rev, o.at, CASE WHEN o.ttl > 0 THEN now + o.ttl END
+              FROM unnest(p_op_kinds, p_op_keys, p_op_values, p_op_writers, p_op_ttls, p_op_times)
+                   AS o(kind, key, value, writer, ttl, at)
+             WHERE o.kind = 1
+            ON CONFLICT (ns, key) DO UPDATE SET
+                value = excluded.value, writer = excluded.writer, rev = excluded.rev,
+                crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
+                updated_at = excluded.updated_at, expires_at = excluded.expires_at;
         END IF;
-        INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
-        SELECT p_ns, o.key, o.value, o.writer, rev, rev, o.at, CASE WHEN o.ttl > 0 THEN now + o.ttl END
-          FROM unnest(p_op_kinds, p_op_keys, p_op_values, p_op_writers, p_op_ttls, p_op_times)
-               AS o(kind, key, value, writer, ttl, at)
-         WHERE o.kind = 1
-        ON CONFLICT (ns, key) DO UPDATE SET
-            value = excluded.value, writer = excluded.writer, rev = excluded.rev,
-            crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
-            updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+        IF 3 = ANY (p_op_kinds) THEN
+            INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
+            SELECT p_ns, o.key, convert_to({{s}}.int_of(o.value)::text, 'UTF8'), o.writer, rev, rev, o.at,
+                   CASE WHEN o.ttl > 0 THEN now + o.ttl END
+              FROM unnest(p_op_kinds, p_op_keys, p_op_values, p_op_writers, p_op_ttls, p_op_times)
+                   AS o(kind, key, value, writer, ttl, at)
+             WHERE o.kind = 3
+            ON CONFLICT (ns, key) DO UPDATE SET
+                value = convert_to((CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN 0
+                    ELSE {{s}}.int_of(r.value) END + {{s}}.int_of(excluded.value))::text, 'UTF8'),
+                writer = excluded.writer, rev = excluded.rev,
+                crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
+                updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+        END IF;
         RETURN;
     END IF;
     FOR i IN 1 .. cardinality(p_op_keys) LOOP
@@ -217,6 +238,16 @@ BEGIN
                     CASE WHEN p_op_ttls[i] > 0 THEN now + p_op_ttls[i] END)
             ON CONFLICT (ns, key) DO UPDATE SET
                 value = excluded.value, writer = excluded.writer, rev = excluded.rev,
+                crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
+                updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+        ELSIF p_op_kinds[i] = 3 THEN
+            INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
+            VALUES (p_ns, p_op_keys[i], convert_to({{s}}.int_of(p_op_values[i])::text, 'UTF8'), p_op_writers[i],
+                    rev, rev, p_op_times[i], CASE WHEN p_op_ttls[i] > 0 THEN now + p_op_ttls[i] END)
+            ON CONFLICT (ns, key) DO UPDATE SET
+                value = convert_to((CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN 0
+                    ELSE {{s}}.int_of(r.value) END + {{s}}.int_of(excluded.value))::text, 'UTF8'),
+                writer = excluded.writer, rev = excluded.rev,
                 crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
                 updated_at = excluded.updated_at, expires_at = excluded.expires_at;
         ELSE
