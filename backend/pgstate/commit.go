@@ -134,6 +134,8 @@ func (d *Driver) commitArgs(txn *backend.Txn, now any, excl bool) ([]any, error)
 			kinds[i] = 1
 		case backend.OpDelete:
 			kinds[i] = 2
+		case backend.OpAdd:
+			kinds[i] = 3
 		default:
 			return nil, fmt.Errorf("unknown op kind %d", op.Kind)
 		}

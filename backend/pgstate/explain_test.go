@@ -40,10 +40,10 @@ func fill(t testing.TB, ctx context.Context, d *Driver, ns string, n int) {
 	}
 }
 
-func newTestDriver(t testing.TB, ctx context.Context) *Driver {
+func newTestDriver(t testing.TB, ctx context.Context, params ...string) *Driver {
 	t.Helper()
 	u := pgtest.URL(t)
-	pool, err := pgxpool.New(ctx, u)
+	pool, err := pgxpool.New(ctx, pgtest.WithParams(t, u, params...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,9 @@
 // it draws its revision, so each key's revisions increase with its writes,
 // while writers of different keys run in parallel and share the fsync of
 // group commit. A sequence never goes back, not even on Reset, and is moved
-// up to the database clock in microseconds whenever it falls 100 ms behind
-// it: after a failover to a replica that missed the latest writes (or a
+// up to the commit's time in microseconds (the database clock's, or the
+// injected clock's, so that revisions under an injected clock do not depend
+// on when the code runs) whenever it falls 100 ms behind it: after a failover to a replica that missed the latest writes (or a
 // restore from a backup), revisions continue above every revision handed
 // out before, as long as the new primary's clock is not behind the old
 // one's by more than the failover took.
@@ -121,6 +122,10 @@ var (
 	_ backend.Leaser      = (*Driver)(nil)
 	_ backend.Sweeper     = (*Driver)(nil)
 	_ backend.ServerClock = (*Driver)(nil)
+
+	_ backend.HistoryTrimmer = (*Driver)(nil)
+	_ backend.Pinger         = (*Driver)(nil)
+	_ backend.ConfigChecker  = (*Driver)(nil)
 )
 
 var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -277,38 +282,43 @@ func (d *Driver) fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("pgstate: %s: %w", op, err)
 }
 
-// lockKey returns the advisory lock of key in namespace ns of the schema:
-// writers of a key hold it, so that they draw its revisions in turn. Two
-// keys sharing a lock (a 64-bit hash collision) only wait for each other.
-func (d *Driver) lockKey(ns, key string) int64 {
+// The advisory locks of the driver's schema: 64-bit hashes of the schema, a
+// kind and a name. Two locks sharing a hash only wait for each other.
+const (
+	lockOfKey byte = iota
+	lockOfNS
+	lockOfSweep
+	lockOfTrim
+)
+
+// lock returns the advisory lock of kind on name (and key, for lockOfKey).
+func (d *Driver) lock(kind byte, name string, key ...string) int64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(d.schema))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(ns))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(key))
+	_, _ = h.Write([]byte{kind})
+	_, _ = h.Write([]byte(name))
+	for _, k := range key {
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(k))
+	}
 	return int64(h.Sum64())
 }
+
+// lockKey returns the advisory lock of key in namespace ns of the schema:
+// writers of a key hold it, so that they draw its revisions in turn.
+func (d *Driver) lockKey(ns, key string) int64 { return d.lock(lockOfKey, ns, key) }
 
 // nsLock returns the advisory lock of namespace ns: writers hold it shared,
 // Reset and writers touching many keys exclusively.
-func (d *Driver) nsLock(ns string) int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(d.schema))
-	_, _ = h.Write([]byte{1})
-	_, _ = h.Write([]byte(ns))
-	return int64(h.Sum64())
-}
+func (d *Driver) nsLock(ns string) int64 { return d.lock(lockOfNS, ns) }
 
 // sweepLock returns the advisory lock held by the process sweeping the
 // schema.
-func (d *Driver) sweepLock() int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(d.schema))
-	_, _ = h.Write([]byte{2})
-	_, _ = h.Write([]byte("sweep"))
-	return int64(h.Sum64())
-}
+func (d *Driver) sweepLock() int64 { return d.lock(lockOfSweep, "sweep") }
+
+// trimLock returns the advisory lock held by the process trimming the
+// history of namespace ns.
+func (d *Driver) trimLock(ns string) int64 { return d.lock(lockOfTrim, ns) }
 
 // nowArg encodes a time for a statement: Unix ms, or NULL for the
 // database's clock.

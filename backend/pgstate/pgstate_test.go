@@ -2,6 +2,7 @@ package pgstate_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/statesidecar/state/backend/backendtest"
 	"github.com/statesidecar/state/backend/pgstate"
 	"github.com/statesidecar/state/internal/pgtest"
+	"go.uber.org/goleak"
 )
 
 var ctx = context.Background()
@@ -28,6 +30,14 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared.pool != nil {
 		shared.pool.Close()
+	}
+	if code == 0 {
+		// No goroutine may outlive the tests (the shared pool is closed
+		// above, so its health checker ends too).
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

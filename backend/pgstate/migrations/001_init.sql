@@ -9,8 +9,8 @@
 -- One row per namespace that was ever written to. seq is the namespace's
 -- revision sequence (versions, fences and event ids come from it): per
 -- namespace, so that one tenant cannot watch another's write rate, never
--- reset, and kept at or above the database clock in microseconds (see
--- next_rev), so that neither a Reset nor a failover to a replica that
+-- reset, and kept at or above the commits' clock in microseconds (the
+-- database's, or an injected one: see next_rev), so that neither a Reset nor a failover to a replica that
 -- missed the latest writes can hand out a revision twice.
 CREATE TABLE {{s}}.namespaces (
     ns  text COLLATE "C" PRIMARY KEY,
@@ -54,10 +54,18 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
         '<', '\u003c'), '>', '\u003e'), '&', '\u0026'), chr(8232), '\u2028'), chr(8233), '\u2029')
 $$;
 
+-- int_of reads v as a decimal integer, as backend.OpAdd does: 0 when v is
+-- NULL or not a decimal integer (an optional sign and up to 18 digits).
+CREATE FUNCTION {{s}}.int_of(v bytea) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN encode(v, 'escape') ~ '^[+-]?[0-9]{1,18}$' THEN encode(v, 'escape')::bigint ELSE 0 END
+$$;
+
 -- create_ns registers namespace p_ns and creates its revision sequence,
--- starting at the database clock in microseconds. Concurrent first writers
--- of a namespace serialise on an advisory lock; the loser finds the row.
-CREATE FUNCTION {{s}}.create_ns(p_ns text) RETURNS regclass
+-- starting at p_floor, the commit's time in microseconds. Concurrent first
+-- writers of a namespace serialise on an advisory lock; the loser finds the
+-- row.
+CREATE FUNCTION {{s}}.create_ns(p_ns text, p_floor bigint) RETURNS regclass
 LANGUAGE plpgsql AS $$
 DECLARE
     v_seq regclass;
@@ -69,8 +77,7 @@ BEGIN
         RETURN v_seq;
     END IF;
     v_name := 'rev_' || md5(p_ns);
-    EXECUTE format('CREATE SEQUENCE %I.%I AS bigint START WITH %s', {{s_lit}}, v_name,
-        floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
+    EXECUTE format('CREATE SEQUENCE %I.%I AS bigint START WITH %s', {{s_lit}}, v_name, greatest(p_floor, 1));
     v_seq := format('%I.%I', {{s_lit}}, v_name)::regclass;
     INSERT INTO {{s}}.namespaces (ns, seq) VALUES (p_ns, v_seq);
     RETURN v_seq;
@@ -79,14 +86,17 @@ $$;
 
 -- next_rev draws the next revision of namespace p_ns. The caller holds the
 -- locks of every key it writes, so a key's revisions increase in the order
--- of its writes. When the sequence has fallen more than 100 ms behind the
--- database clock (in microseconds) it is first moved up to the clock:
+-- of its writes. p_floor is the commit's time in microseconds: the
+-- database clock's, or the injected clock's (so that revisions under an
+-- injected clock depend on it and on the writes only, not on when a test
+-- runs). When the sequence has fallen more than 100 ms behind p_floor it is
+-- first moved up to it:
 -- revisions then stay above every revision handed out before a failover to
 -- a replica that missed the latest writes, or before a restore from backup,
 -- since those happened at an earlier time. The move happens under a
 -- session-level advisory lock held only around setval, so that no two moves
 -- race and no commit waits for another's.
-CREATE FUNCTION {{s}}.next_rev(p_ns text, OUT rev bigint, OUT seq regclass)
+CREATE FUNCTION {{s}}.next_rev(p_ns text, p_floor bigint, OUT rev bigint, OUT seq regclass)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_floor bigint;
@@ -94,10 +104,10 @@ DECLARE
 BEGIN
     SELECT n.seq INTO seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
     IF NOT FOUND THEN
-        seq := {{s}}.create_ns(p_ns);
+        seq := {{s}}.create_ns(p_ns, p_floor);
     END IF;
     rev := nextval(seq);
-    v_floor := floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+    v_floor := p_floor;
     IF rev >= v_floor - 100000 THEN
         RETURN;
     END IF;
@@ -122,9 +132,10 @@ $$;
 -- conditions, then draws a revision, appends the events and applies the
 -- ops. Each statement of a PL/pgSQL function sees what committed before it
 -- started, so the checks see every write that held these locks before.
--- Op kinds: 1 put, 2 delete. A TTL or event time of 0 means none.
--- p_distinct says that no key appears in two ops, so that the ops can be
--- applied with one statement each for puts and deletes.
+-- Op kinds: 1 put, 2 delete, 3 add (backend.OpAdd: the record's live
+-- decimal integer, 0 when absent or expired, plus the op's). A TTL or event
+-- time of 0 means none. p_distinct says that no key appears in two ops, so
+-- that the ops can be applied with one statement per kind.
 CREATE FUNCTION {{s}}.commit(
     p_ns text, p_now bigint, p_nslock bigint, p_excl boolean, p_locks bigint[],
     p_cond_keys bytea[], p_cond_revs bigint[],
@@ -175,8 +186,8 @@ BEGIN
     IF FOUND THEN
         rev := nextval(v_seq);
     END IF;
-    IF v_seq IS NULL OR rev < floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint - 100000 THEN
-        SELECT n.rev, n.seq INTO rev, v_seq FROM {{s}}.next_rev(p_ns) n;
+    IF v_seq IS NULL OR rev < now * 1000 - 100000 THEN
+        SELECT n.rev, n.seq INTO rev, v_seq FROM {{s}}.next_rev(p_ns, now * 1000) n;
     END IF;
     -- Events first, so that PrevOf sees the records as they were.
     IF cardinality(p_ev_keys) > 0 THEN
@@ -196,18 +207,31 @@ BEGIN
              USING unnest(p_op_kinds, p_op_keys) AS o(kind, key)
              WHERE o.kind = 2 AND r.ns = p_ns AND r.key = o.key;
         END IF;
-        IF NOT 1 = ANY (p_op_kinds) THEN
-            RETURN;
+        IF 1 = ANY (p_op_kinds) THEN
+            INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
+            SELECT p_ns, o.key, o.value, o.writer, rev, rev, o.at, CASE WHEN o.ttl > 0 THEN now + o.ttl END
+              FROM unnest(p_op_kinds, p_op_keys, p_op_values, p_op_writers, p_op_ttls, p_op_times)
+                   AS o(kind, key, value, writer, ttl, at)
+             WHERE o.kind = 1
+            ON CONFLICT (ns, key) DO UPDATE SET
+                value = excluded.value, writer = excluded.writer, rev = excluded.rev,
+                crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
+                updated_at = excluded.updated_at, expires_at = excluded.expires_at;
         END IF;
-        INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
-        SELECT p_ns, o.key, o.value, o.writer, rev, rev, o.at, CASE WHEN o.ttl > 0 THEN now + o.ttl END
-          FROM unnest(p_op_kinds, p_op_keys, p_op_values, p_op_writers, p_op_ttls, p_op_times)
-               AS o(kind, key, value, writer, ttl, at)
-         WHERE o.kind = 1
-        ON CONFLICT (ns, key) DO UPDATE SET
-            value = excluded.value, writer = excluded.writer, rev = excluded.rev,
-            crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
-            updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+        IF 3 = ANY (p_op_kinds) THEN
+            INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
+            SELECT p_ns, o.key, convert_to({{s}}.int_of(o.value)::text, 'UTF8'), o.writer, rev, rev, o.at,
+                   CASE WHEN o.ttl > 0 THEN now + o.ttl END
+              FROM unnest(p_op_kinds, p_op_keys, p_op_values, p_op_writers, p_op_ttls, p_op_times)
+                   AS o(kind, key, value, writer, ttl, at)
+             WHERE o.kind = 3
+            ON CONFLICT (ns, key) DO UPDATE SET
+                value = convert_to((CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN 0
+                    ELSE {{s}}.int_of(r.value) END + {{s}}.int_of(excluded.value))::text, 'UTF8'),
+                writer = excluded.writer, rev = excluded.rev,
+                crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
+                updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+        END IF;
         RETURN;
     END IF;
     FOR i IN 1 .. cardinality(p_op_keys) LOOP
@@ -217,6 +241,16 @@ BEGIN
                     CASE WHEN p_op_ttls[i] > 0 THEN now + p_op_ttls[i] END)
             ON CONFLICT (ns, key) DO UPDATE SET
                 value = excluded.value, writer = excluded.writer, rev = excluded.rev,
+                crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
+                updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+        ELSIF p_op_kinds[i] = 3 THEN
+            INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
+            VALUES (p_ns, p_op_keys[i], convert_to({{s}}.int_of(p_op_values[i])::text, 'UTF8'), p_op_writers[i],
+                    rev, rev, p_op_times[i], CASE WHEN p_op_ttls[i] > 0 THEN now + p_op_ttls[i] END)
+            ON CONFLICT (ns, key) DO UPDATE SET
+                value = convert_to((CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN 0
+                    ELSE {{s}}.int_of(r.value) END + {{s}}.int_of(excluded.value))::text, 'UTF8'),
+                writer = excluded.writer, rev = excluded.rev,
                 crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
                 updated_at = excluded.updated_at, expires_at = excluded.expires_at;
         ELSE
@@ -257,8 +291,8 @@ BEGIN
     IF FOUND THEN
         rev := nextval(v_seq);
     END IF;
-    IF v_seq IS NULL OR rev < floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint - 100000 THEN
-        SELECT n.rev, n.seq INTO rev, v_seq FROM {{s}}.next_rev(p_ns) n;
+    IF v_seq IS NULL OR rev < now * 1000 - 100000 THEN
+        SELECT n.rev, n.seq INTO rev, v_seq FROM {{s}}.next_rev(p_ns, now * 1000) n;
     END IF;
     INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
     VALUES (p_ns, rev, rev, p_ev_key, p_ev_op, p_value, CASE WHEN v_live THEN r.value END, p_writer, now);
@@ -347,8 +381,8 @@ BEGIN
     IF FOUND THEN
         v_rev := nextval(v_seq);
     END IF;
-    IF v_seq IS NULL OR v_rev < floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint - 100000 THEN
-        SELECT n.rev, n.seq INTO v_rev, v_seq FROM {{s}}.next_rev(p_ns) n;
+    IF v_seq IS NULL OR v_rev < now * 1000 - 100000 THEN
+        SELECT n.rev, n.seq INTO v_rev, v_seq FROM {{s}}.next_rev(p_ns, now * 1000) n;
     END IF;
     IF v_live OR (present AND r.writer <> p_holder) THEN -- the lease as it was, live or taken over
         v_prev := convert_to('{"holder":' || {{s}}.go_json(r.writer) || ',"fence":' || r.crev ||
