@@ -126,6 +126,7 @@ var (
 	_ backend.HistoryTrimmer = (*Driver)(nil)
 	_ backend.Pinger         = (*Driver)(nil)
 	_ backend.ConfigChecker  = (*Driver)(nil)
+	_ backend.Claimer        = (*Driver)(nil)
 )
 
 var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
