@@ -27,24 +27,21 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 		return backend.ClaimResult{}, fmt.Errorf("pgstate: claim: %w", err)
 	}
 	key := layout.Run(q.RunID)
-	// The counter's lock is taken in the order of every writer's locks: up
-	// front when it sorts first, otherwise only when the counter is written.
+	// The run's lock first, and the counter's only when the counter is
+	// written: the order of Update, whose checkpoints and releases lock the
+	// run to read it and the counters when they commit.
 	runLock, countLock := d.lockKey(q.NS, key), d.lockKey(q.NS, countClaimed)
-	locks, late := []int64{runLock}, any(countLock)
-	if countLock < runLock {
-		locks, late = []int64{countLock, runLock}, nil
-	}
 	var res backend.ClaimResult
 	var outcome int32
 	var nowMs int64
 	var rec recordRow
 	for {
-		err = d.pool.QueryRow(ctx, d.q.claim, q.NS, nowArg(q.Now), d.nsLock(q.NS), locks, late, []byte(key),
+		err = d.pool.QueryRow(ctx, d.q.claim, q.NS, nowArg(q.Now), d.nsLock(q.NS), runLock, countLock, []byte(key),
 			[]byte(q.RunID), q.AgentID, string(agent), ttlMs(q.TTL), []byte(countClaimed)).
 			Scan(&outcome, &nowMs, &res.Reclaimed, &rec.value, &rec.writer, &rec.rev, &rec.crev, &rec.upd, &rec.exp)
-		// An Update that read the run takes the counter's lock only when it
-		// commits, out of order: the database may break the wait by failing
-		// either side.
+		// A commit that locks the counter before the run (in sorted order)
+		// may meet a claim that locked the run first: the database breaks
+		// the wait by failing one side, which starts again.
 		if !deadlocked(ctx, err) {
 			break
 		}

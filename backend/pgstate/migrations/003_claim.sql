@@ -7,11 +7,11 @@
 -- records and event: the run, which holds its claim (internal/layout), the
 -- counter of claimed runs (p_count_key) when a created run becomes
 -- claimed, and one history event. A heartbeat is the holder claiming
--- again. It takes the locks commit takes on the keys it writes: p_locks,
--- sorted, up front, and p_late_lock (the counter's, when it sorts after
--- every lock of p_locks, else NULL and in p_locks) only when the counter
--- is written, so that heartbeats and takeovers do not wait for claims of
--- other runs.
+-- again. It takes the locks commit takes on the keys it writes: the run's
+-- (p_lock) first, and the counter's (p_count_lock) only when it writes
+-- the counter, as Update does (lock the run, read it, lock the counters to
+-- commit), so that heartbeats and takeovers do not wait for claims of
+-- other runs and a claim never deadlocks with a checkpoint of its run.
 --
 -- outcome is 1 not found, 2 not claimable (done, failed, or any status
 -- other than created, claimed and running), 3 held by another agent, 4
@@ -23,7 +23,7 @@
 -- claim_ttl_ms), are read as text at the start of the value, the
 -- agent's JSON string kept as it is, and every byte after claim_ttl_ms is
 -- kept as it is (as the Redis driver's claim.lua does).
-CREATE FUNCTION {{s}}.claim(p_ns text, p_now bigint, p_nslock bigint, p_locks bigint[], p_late_lock bigint,
+CREATE FUNCTION {{s}}.claim(p_ns text, p_now bigint, p_nslock bigint, p_lock bigint, p_count_lock bigint,
     p_key bytea, p_id bytea, p_agent text, p_agent_json text, p_ttl bigint, p_count_key bytea,
     OUT outcome integer, OUT now bigint, OUT reclaimed boolean, OUT value bytea, OUT writer text,
     OUT rev bigint, OUT crev bigint, OUT updated_at bigint, OUT expires_at bigint)
@@ -49,12 +49,7 @@ DECLARE
     v_op text;
     v_seq regclass;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(p_nslock);
-    IF cardinality(p_locks) = 1 THEN
-        PERFORM pg_advisory_xact_lock(p_locks[1]);
-    ELSE
-        PERFORM pg_advisory_xact_lock(h) FROM unnest(p_locks) AS h;
-    END IF;
+    PERFORM pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock);
     now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
     reclaimed := false;
     SELECT * INTO r FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = p_key;
@@ -141,9 +136,7 @@ BEGIN
         END IF;
         IF v_st = 'created' THEN
             v_st := 'claimed';
-            IF p_late_lock IS NOT NULL THEN
-                PERFORM pg_advisory_xact_lock(p_late_lock);
-            END IF;
+            PERFORM pg_advisory_xact_lock(p_count_lock);
             INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
             VALUES (p_ns, p_count_key, '\x31', '', rev, rev, now, NULL)
             ON CONFLICT (ns, key) DO UPDATE SET
