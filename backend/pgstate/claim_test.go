@@ -3,7 +3,9 @@ package pgstate_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,5 +124,71 @@ func TestNativeClaimWritesWhatThePortablePathWrites(t *testing.T) {
 		if s.name == "checkpoint" || s.name == "expire" {
 			clk.Advance(41 * time.Second)
 		}
+	}
+}
+
+// TestConcurrentClaimsKeepTheCounter claims 16 created runs at once: the
+// counter of claimed runs counts every claim, and its revision is the
+// greatest of theirs. (The claims lock the counter before drawing a
+// revision, so that its revisions increase with its writes; the window in
+// which the opposite order would invert them is too narrow for this test
+// to catch reliably.)
+func TestConcurrentClaimsKeepTheCounter(t *testing.T) {
+	d := newDriver(t)
+	st, err := state.New(d, &state.Options{SweepInterval: -1, Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const n = 16
+	ids := make([]string, n)
+	for i := range ids {
+		r, err := st.CreateRun(ctx, "job", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = r.ID
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	revs := make([]int64, n)
+	spans := make([][2]time.Time, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start // a barrier: every claim starts together
+			spans[i][0] = time.Now()
+			_, err := st.ClaimRun(ctx, ids[i], fmt.Sprint("agent-", i))
+			spans[i][1] = time.Now()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			rec, err := d.Get(ctx, "ns", "r/"+ids[i], time.Time{})
+			if err != nil {
+				t.Error(err)
+			}
+			revs[i] = rec.Revision
+		})
+	}
+	close(start)
+	wg.Wait()
+	overlap := false
+	for i := range spans {
+		for j := range i {
+			overlap = overlap || (spans[i][0].Before(spans[j][1]) && spans[j][0].Before(spans[i][1]))
+		}
+	}
+	if !overlap {
+		t.Fatal("no two claims overlapped: the race did not happen")
+	}
+	c, err := d.Get(ctx, "ns", "n/s/claimed", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(c.Value) != fmt.Sprint(n) {
+		t.Errorf("the counter of claimed runs holds %s after %d claims", c.Value, n)
+	}
+	if most := slices.Max(revs); c.Revision != most {
+		t.Errorf("the counter's revision is %d, want the last claim's, %d", c.Revision, most)
 	}
 }

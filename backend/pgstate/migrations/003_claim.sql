@@ -106,6 +106,12 @@ BEGIN
         outcome := 3;
         RETURN;
     END IF;
+    -- A fresh claim of a created run writes the counter of claimed runs:
+    -- its lock comes before the revision, so that the counter's revisions
+    -- increase with its writes.
+    IF NOT v_held AND v_st = 'created' THEN
+        PERFORM pg_advisory_xact_lock(p_count_lock);
+    END IF;
     -- The next revision: the namespace's sequence, unless the namespace is
     -- new or the sequence fell behind the clock (next_rev handles both).
     SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
@@ -136,7 +142,6 @@ BEGIN
         END IF;
         IF v_st = 'created' THEN
             v_st := 'claimed';
-            PERFORM pg_advisory_xact_lock(p_count_lock);
             INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
             VALUES (p_ns, p_count_key, '\x31', '', rev, rev, now, NULL)
             ON CONFLICT (ns, key) DO UPDATE SET
