@@ -205,17 +205,24 @@ func (d *Driver) Update(ctx context.Context, q *backend.GetQuery, fn func([]back
 		if fnErr != nil {
 			return backend.Result{}, fnErr
 		}
-		var pe *pgconn.PgError
 		switch {
 		case err == nil:
 			return res, nil
 		case errors.Is(err, errNeedExclusive) && !excl:
 			excl = true
-		case errors.As(err, &pe) && pe.Code == "40P01" && ctx.Err() == nil: // deadlock_detected
+		case deadlocked(ctx, err):
 		default:
 			return backend.Result{}, d.fail(ctx, "update", err)
 		}
 	}
+}
+
+// deadlocked reports whether err is the database breaking a deadlock by
+// failing the call (which was rolled back whole, so it can start again),
+// while ctx still allows another attempt.
+func deadlocked(ctx context.Context, err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01" && ctx.Err() == nil // deadlock_detected
 }
 
 // update runs one attempt of Update. fn's error is returned apart, as it

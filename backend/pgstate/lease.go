@@ -29,19 +29,13 @@ func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.Leas
 	var res backend.LeaseResult
 	var nowMs int64
 	var present bool
-	var writer *string
-	var rev, crev, upd, exp *int64
-	var val []byte
-	if err := row.Scan(&res.OK, &nowMs, &res.Takeover, &present, &writer, &rev, &crev, &upd, &exp, &val); err != nil {
+	var rec recordRow
+	if err := row.Scan(&res.OK, &nowMs, &res.Takeover, &present, &rec.writer, &rec.rev, &rec.crev, &rec.upd, &rec.exp, &rec.value); err != nil {
 		return backend.LeaseResult{}, d.fail(ctx, "lease", err)
 	}
 	res.Now = timeOf(q.Now, nowMs)
 	if present {
-		res.Lease = backend.Record{Key: key, Value: val, Writer: *writer, Revision: *rev, CreateRevision: *crev,
-			UpdatedAt: msTime(*upd)}
-		if exp != nil {
-			res.Lease.ExpiresAt = msTime(*exp)
-		}
+		res.Lease = rec.record(key)
 	}
 	return res, nil
 }

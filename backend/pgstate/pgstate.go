@@ -6,12 +6,16 @@
 // commit (a Set with its history entry, a batch, any conditional write) is
 // one call of a PL/pgSQL function that checks the conditions, draws a
 // revision, appends the events and writes the records in the statement's
-// own transaction; a lease acquire, renew or release (backend.Leaser) is
-// one function call that decides as package state does. A read-modify-write
-// (backend.Updater, which workflow claims and checkpoints use) is one
-// transaction in two round trips: lock and read, then commit. The driver
-// also sweeps expired records and old history (backend.Sweeper) and tells
-// package state the database's time (backend.ServerClock).
+// own transaction; a lease acquire, renew or release (backend.Leaser) and a
+// workflow claim or heartbeat (backend.Claimer) are one function call each
+// that decides as package state does. A read-modify-write
+// (backend.Updater, which checkpoints and releases use) is one transaction
+// in two round trips: lock and read, then commit. The driver also sweeps
+// expired records and old history (backend.Sweeper), keeps history within
+// its cap as it is written (backend.HistoryTrimmer), tells package state
+// the database's time (backend.ServerClock), whether it can write
+// (backend.Pinger) and which server settings weaken the store
+// (backend.ConfigChecker).
 //
 // # Time
 //
@@ -39,8 +43,9 @@
 //
 // Expiry is data compared against the clock: expired records are invisible
 // at once and physically removed by Sweep, which the store's background
-// sweeper calls on every replica; one replica at a time sweeps a schema
-// (pg_try_advisory_xact_lock), the others return at once.
+// sweeper calls on every replica; one replica at a time sweeps a schema,
+// and one at a time trims a namespace's history (pg_try_advisory_xact_lock):
+// the others return at once.
 //
 // # Schema
 //
@@ -126,6 +131,7 @@ var (
 	_ backend.HistoryTrimmer = (*Driver)(nil)
 	_ backend.Pinger         = (*Driver)(nil)
 	_ backend.ConfigChecker  = (*Driver)(nil)
+	_ backend.Claimer        = (*Driver)(nil)
 )
 
 var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)

@@ -206,3 +206,25 @@ func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backen
 	}
 	return out, nil
 }
+
+// recordRow receives a record from a function that may return none (NULL
+// columns): lease and claim.
+type recordRow struct {
+	value               []byte
+	writer              *string
+	rev, crev, upd, exp *int64
+}
+
+// record returns the record received, with key, or an absent record when
+// none was.
+func (r *recordRow) record(key string) backend.Record {
+	if r.rev == nil {
+		return backend.Record{Key: key}
+	}
+	rec := backend.Record{Key: key, Value: r.value, Writer: *r.writer, Revision: *r.rev, CreateRevision: *r.crev,
+		UpdatedAt: msTime(*r.upd)}
+	if r.exp != nil {
+		rec.ExpiresAt = msTime(*r.exp)
+	}
+	return rec
+}

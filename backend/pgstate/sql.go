@@ -19,7 +19,7 @@ type queries struct {
 	list                                [2][2][2]string // [after][bounded][keysOnly]
 	historyAll, historyByKey            string
 	commit, set, lockRead, lease, reset string
-	sweep, trim, ping, settings         string
+	sweep, trim, ping, settings, claim  string
 	s                                   string // the quoted schema
 }
 
@@ -77,6 +77,9 @@ func newQueries(schema string) queries {
 	q.reset = `SELECT records, events FROM ` + s + `.reset($1::text, $2::bigint, $3::bytea[], $4::bytea[])`
 	q.sweep = `SELECT swept, records, events, more FROM ` + s + `.sweep($1::bigint, $2::bigint, $3::bigint,
 		$4::integer, $5::bigint, $6::bigint)`
+	q.claim = `SELECT outcome, now, reclaimed, value, writer, rev, crev, updated_at, expires_at FROM ` + s + `.claim(
+		$1::text, $2::bigint, $3::bigint, $4::bigint, $5::bigint, $6::bytea, $7::bytea, $8::text, $9::text,
+		$10::bigint, $11::bytea)`
 	q.trim = `SELECT trimmed, events FROM ` + s + `.trim($1::text, $2::bigint, $3::bigint, $4::integer)`
 	q.ping = `SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'`
 	q.settings = `SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit',

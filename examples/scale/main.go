@@ -8,6 +8,7 @@
 //	go run ./examples/scale -url mem://
 //	go run ./examples/scale -url sqlite:///tmp/scale.db          # a new file; removed afterwards unless -keep
 //	go run ./examples/scale -url 'redis://127.0.0.1:6379/0'      # in a prefix of its own, purged afterwards
+//	go run ./examples/scale -url 'postgres://postgres@127.0.0.1/test'  # in a schema of its own, dropped afterwards
 //	go run ./examples/scale -url mem:// -sizes 10000,100000 -ops 500
 //	go run ./examples/scale -url sqlite:///tmp/s.db -storage     # bytes per key, run and history entry
 //
@@ -51,6 +52,7 @@ import (
 	"time"
 
 	_ "github.com/statesidecar/state/backend/memstate"
+	_ "github.com/statesidecar/state/backend/pgstate"
 	_ "github.com/statesidecar/state/backend/redisstate"
 	_ "github.com/statesidecar/state/backend/sqlitestate"
 )
@@ -80,7 +82,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.url, "url", "mem://", "store URL: mem://, sqlite:///path (a new file), redis://host:port/db")
+	fs.StringVar(&o.url, "url", "mem://", "store URL: mem://, sqlite:///path (a new file), redis://host:port/db, postgres://user@host/db")
 	sizes := fs.String("sizes", "10000,100000,1000000", "store sizes in records, ascending, comma-separated")
 	fs.IntVar(&o.ops, "ops", 2000, "timed calls of each operation at each size")
 	fs.IntVar(&o.workers, "workers", 32, "concurrent writers while filling")

@@ -11,8 +11,10 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/backend/pgstate"
 	"github.com/statesidecar/state/backend/redisstate"
 	"github.com/statesidecar/state/backend/sqlitestate"
 	"github.com/statesidecar/state/internal/redistest"
@@ -31,7 +33,8 @@ type target struct {
 
 // openTarget opens the store at rawURL, with the background sweeper off
 // (the command sweeps when it chooses). A SQLite file must not exist yet; a
-// Redis store gets a key prefix of its own unless the URL names one. Any
+// Redis store gets a key prefix of its own unless the URL names one, and a
+// PostgreSQL store a schema of its own unless the URL names one. Any
 // other registered scheme works too (import its package in main.go), its
 // storage left unmeasured.
 func openTarget(ctx context.Context, rawURL string, keep bool) (*target, error) {
@@ -53,6 +56,12 @@ func openTarget(ctx context.Context, rawURL string, keep bool) (*target, error) 
 		if u.Query().Get("prefix") == "" {
 			q := u.Query()
 			q.Set("prefix", "scale-"+strings.ToLower(rand.Text()[:8]))
+			u.RawQuery = q.Encode()
+		}
+	case pgstate.Scheme, pgstate.AltScheme:
+		if u.Query().Get("schema") == "" {
+			q := u.Query()
+			q.Set("schema", "scale_"+strings.ToLower(rand.Text()[:8]))
 			u.RawQuery = q.Encode()
 		}
 	}
@@ -86,6 +95,20 @@ func openTarget(ctx context.Context, rawURL string, keep bool) (*target, error) 
 		if !keep {
 			t.close = func() error {
 				return errors.Join(redistest.Purge(context.Background(), rdb, prefix), st.Close())
+			}
+		}
+	case *pgstate.Driver:
+		pool, schema := d.Pool(), pgx.Identifier{d.Schema()}.Sanitize()
+		t.bytes = func(ctx context.Context) (int64, error) {
+			var n int64
+			err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('`+schema+`.records') +
+				pg_total_relation_size('`+schema+`.events')`).Scan(&n)
+			return n, err
+		}
+		if !keep {
+			t.close = func() error {
+				_, err := pool.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+				return errors.Join(err, st.Close())
 			}
 		}
 	default:

@@ -1,0 +1,170 @@
+-- Schema version 3 of package pgstate: workflow claims in one step
+-- (backend.Claimer).
+
+-- claim claims a workflow run (p_id, record p_key) for agent p_agent
+-- (p_agent_json: the agent as Go's encoding/json writes it), following
+-- exactly the rules of package state (claim.go) and writing the same
+-- records and event: the run, which holds its claim (internal/layout), the
+-- counter of claimed runs (p_count_key) when a created run becomes
+-- claimed, and one history event. A heartbeat is the holder claiming
+-- again. It takes the locks commit takes on the keys it writes: the run's
+-- (p_lock) first, and the counter's (p_count_lock) only when it writes
+-- the counter, as Update does (lock the run, read it, lock the counters to
+-- commit), so that heartbeats and takeovers do not wait for claims of
+-- other runs and a claim never deadlocks with a checkpoint of its run.
+--
+-- outcome is 1 not found, 2 not claimable (done, failed, or any status
+-- other than created, claimed and running), 3 held by another agent, 4
+-- acquired, 5 renewed (backend.ClaimOutcome). value/writer/... are the run
+-- record: as written when the claim succeeded, as read otherwise.
+--
+-- The run's JSON (layout.RunValue as Go's json.Marshal writes it) is not
+-- decoded: the fields claims change, which come first (status to
+-- claim_ttl_ms), are read as text at the start of the value, the
+-- agent's JSON string kept as it is, and every byte after claim_ttl_ms is
+-- kept as it is (as the Redis driver's claim.lua does).
+CREATE FUNCTION {{s}}.claim(p_ns text, p_now bigint, p_nslock bigint, p_lock bigint, p_count_lock bigint,
+    p_key bytea, p_id bytea, p_agent text, p_agent_json text, p_ttl bigint, p_count_key bytea,
+    OUT outcome integer, OUT now bigint, OUT reclaimed boolean, OUT value bytea, OUT writer text,
+    OUT rev bigint, OUT crev bigint, OUT updated_at bigint, OUT expires_at bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r {{s}}.records%ROWTYPE;
+    v_text text;
+    v_p integer;
+    v_st text;
+    v_ag text;
+    v_ls text;
+    v_f2 text;
+    v_f3 text;
+    v_f4 text;
+    v_att bigint;
+    v_fence bigint;
+    v_upd text;
+    v_cx bigint;
+    v_held boolean;
+    v_claim text;
+    v_old text;
+    v_new text;
+    v_op text;
+    v_seq regclass;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock);
+    now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    reclaimed := false;
+    SELECT * INTO r FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = p_key;
+    IF NOT FOUND OR (r.expires_at IS NOT NULL AND r.expires_at <= now) THEN
+        outcome := 1;
+        RETURN;
+    END IF;
+    SELECT r.value, r.writer, r.rev, r.crev, r.updated_at, r.expires_at
+      INTO value, writer, rev, crev, updated_at, expires_at;
+    -- The fields claims change, as Go writes them: status, agent_id (absent
+    -- or a JSON string, in which every quote is escaped, so that it cannot
+    -- contain ,"last_step":), then numbers, which contain no comma. (Plain
+    -- string functions: a regular expression with captures costs a
+    -- millisecond here.)
+    v_text := convert_from(r.value, 'UTF8');
+    v_p := strpos(v_text, ',"last_step":');
+    IF left(v_text, 11) <> '{"status":"' OR v_p = 0 THEN
+        RAISE EXCEPTION 'stored run is not in the layout package state writes';
+    END IF;
+    v_st := substr(v_text, 12, v_p - 12);
+    v_ag := substr(v_st, strpos(v_st, '"') + 1);
+    v_st := left(v_st, strpos(v_st, '"') - 1);
+    v_text := substr(v_text, v_p + 13);
+    v_ls := split_part(v_text, ',', 1);
+    v_f2 := split_part(v_text, ',', 2);
+    v_f3 := split_part(v_text, ',', 3);
+    v_f4 := split_part(v_text, ',', 4);
+    IF (v_ag <> '' AND left(v_ag, 12) <> ',"agent_id":') OR left(v_f2, 10) <> '"attempt":'
+       OR left(v_f3, 8) <> '"fence":' OR left(v_f4, 13) <> '"updated_at":' THEN
+        RAISE EXCEPTION 'stored run is not in the layout package state writes';
+    END IF;
+    v_att := substr(v_f2, 11)::bigint;
+    v_fence := substr(v_f3, 9)::bigint;
+    v_upd := substr(v_f4, 14);
+    -- The rest: the claim's expiry and TTL when present, then every byte
+    -- after them, kept as it is.
+    v_text := substr(v_text, length(v_ls) + length(v_f2) + length(v_f3) + length(v_f4) + 4);
+    v_cx := 0;
+    IF left(v_text, 20) = ',"claim_expires_at":' THEN
+        v_f2 := split_part(substr(v_text, 2), ',', 1);
+        v_cx := substr(v_f2, 20)::bigint;
+        v_text := substr(v_text, length(v_f2) + 2);
+    END IF;
+    IF left(v_text, 16) = ',"claim_ttl_ms":' THEN
+        v_text := substr(v_text, length(split_part(substr(v_text, 2), ',', 1)) + 2);
+    END IF;
+    IF v_st NOT IN ('created', 'claimed', 'running') THEN
+        outcome := 2;
+        RETURN;
+    END IF;
+    v_held := v_ag <> '' AND v_cx > now;
+    -- The claim is live while the run has an agent and an expiry after now.
+    IF v_held AND v_ag <> ',"agent_id":' || p_agent_json THEN
+        outcome := 3;
+        RETURN;
+    END IF;
+    -- A fresh claim of a created run writes the counter of claimed runs:
+    -- its lock comes before the revision, so that the counter's revisions
+    -- increase with its writes.
+    IF NOT v_held AND v_st = 'created' THEN
+        PERFORM pg_advisory_xact_lock(p_count_lock);
+    END IF;
+    -- The next revision: the namespace's sequence, unless the namespace is
+    -- new or the sequence fell behind the clock (next_rev handles both).
+    SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
+    IF FOUND THEN
+        rev := nextval(v_seq);
+    END IF;
+    IF v_seq IS NULL OR rev < now * 1000 - 100000 THEN
+        SELECT n.rev, n.seq INTO rev, v_seq FROM {{s}}.next_rev(p_ns, now * 1000) n;
+    END IF;
+    v_claim := ',"claim_expires_at":' || (now + p_ttl) || ',"claim_ttl_ms":' || p_ttl || v_text;
+    v_old := '{"status":"' || v_st || '"' || v_ag || ',"attempt":' || v_att || ',"fence":' || v_fence ||
+        ',"last_step":' || v_ls || '}';
+    IF v_held THEN
+        -- A heartbeat extends the claim and changes nothing else.
+        outcome := 5;
+        v_op := 'workflow.heartbeat';
+        value := convert_to('{"status":"' || v_st || '"' || v_ag || ',"last_step":' || v_ls || ',"attempt":' ||
+            v_att || ',"fence":' || v_fence || ',"updated_at":' || v_upd || v_claim, 'UTF8');
+        INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+        VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_old, 'UTF8'), NULL, p_agent, now);
+    ELSE
+        -- A fresh claim, or a takeover from a holder whose claim expired.
+        outcome := 4;
+        v_op := 'workflow.claim';
+        IF v_ag <> '' THEN
+            v_op := 'workflow.reclaim';
+            reclaimed := true;
+        END IF;
+        IF v_st = 'created' THEN
+            v_st := 'claimed';
+            INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
+            VALUES (p_ns, p_count_key, '\x31', '', rev, rev, now, NULL)
+            ON CONFLICT (ns, key) DO UPDATE SET
+                value = convert_to((CASE WHEN t.expires_at IS NOT NULL AND t.expires_at <= now THEN 0
+                    ELSE {{s}}.int_of(t.value) END + 1)::text, 'UTF8'),
+                writer = excluded.writer, rev = excluded.rev,
+                crev = CASE WHEN t.expires_at IS NOT NULL AND t.expires_at <= now THEN excluded.crev ELSE t.crev END,
+                updated_at = excluded.updated_at, expires_at = NULL;
+        END IF;
+        v_ag := ',"agent_id":' || p_agent_json;
+        v_att := v_att + 1;
+        v_fence := v_fence + 1;
+        v_new := '{"status":"' || v_st || '"' || v_ag || ',"attempt":' || v_att || ',"fence":' || v_fence ||
+            ',"last_step":' || v_ls || '}';
+        value := convert_to('{"status":"' || v_st || '"' || v_ag || ',"last_step":' || v_ls || ',"attempt":' ||
+            v_att || ',"fence":' || v_fence || ',"updated_at":' || now || v_claim, 'UTF8');
+        INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+        VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now);
+    END IF;
+    UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
+     WHERE t.ns = p_ns AND t.key = p_key;
+    writer := '';
+    updated_at := now;
+    expires_at := NULL;
+END
+$$;
