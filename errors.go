@@ -35,6 +35,15 @@ var (
 	ErrClaimed = errors.New("workflow claimed by another agent")
 	// ErrFinished: the run is done or failed; a *ClaimError names its status.
 	ErrFinished = errors.New("workflow already finished")
+	// ErrWaiting: the run is a join parent waiting for its children to
+	// finish (StatusWaiting); a *ClaimError names its status.
+	ErrWaiting = errors.New("workflow waiting for its children to finish")
+	// ErrParentNotFound: the parent named by WithParent does not exist.
+	ErrParentNotFound = errors.New("parent run not found")
+	// ErrParentFinished: the parent named by WithParent is done or failed,
+	// or is a join parent that was released and claimed by its aggregator
+	// (it takes no more children).
+	ErrParentFinished = errors.New("parent run takes no more children")
 )
 
 // An Error records a failed Store operation and the key it concerned.
@@ -110,7 +119,8 @@ func (e *HeldError) Error() string { return fmt.Sprintf("Held by '%s'", e.Holder
 func (e *HeldError) Unwrap() error { return ErrLeaseHeld }
 
 // A ClaimError reports why a run cannot be claimed or written. It matches
-// ErrFinished when the run is done or failed, and ErrClaimed otherwise.
+// ErrFinished when the run is done or failed, ErrWaiting when it is a join
+// parent waiting for its children, and ErrClaimed otherwise.
 type ClaimError struct {
 	Status Status
 	// Holder is the agent holding or having finished the run, or "".
@@ -127,10 +137,13 @@ func (e *ClaimError) Error() string {
 	return fmt.Sprintf("Workflow is in status '%s' (agent: %s)", e.Status, h)
 }
 
-// Unwrap returns ErrFinished or ErrClaimed.
+// Unwrap returns ErrFinished, ErrWaiting or ErrClaimed.
 func (e *ClaimError) Unwrap() error {
-	if e.Status.Finished() {
+	switch {
+	case e.Status.Finished():
 		return ErrFinished
+	case e.Status == StatusWaiting:
+		return ErrWaiting
 	}
 	return ErrClaimed
 }
