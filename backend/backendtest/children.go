@@ -103,6 +103,21 @@ func childrenCases() []testCase[storeEnv] {
 			is.NoErr(json.Unmarshal(evs[len(evs)-1].Value, &created))
 			is.Equal(created.Parent, p.ID) // the child's creation names its parent
 		}},
+		{"ChildCountsOfAParentWithAnyID", func(t *testing.T, e storeEnv) {
+			is := is.New(t)
+			for _, id := range []string{`p/a`, `p`, `ä "q"\&<x>%2F`} {
+				_, _, err := e.st.ImportRun(ctx, state.ImportedRun{ID: id, Name: "parent", Status: state.StatusCreated})
+				is.NoErr(err)
+			}
+			k := mustChild(t, e, `ä "q"\&<x>%2F`)
+			mustClaim(t, e, k.ID, "A") // a native claim finds the parent's counters too
+			mustChild(t, e, "p/a")
+			is.Equal(childCounts(t, e, `ä "q"\&<x>%2F`), counts(map[state.Status]int64{"claimed": 1}))
+			is.Equal(childCounts(t, e, "p"), nil) // one parent's id being a prefix of another's mixes nothing
+			page, err := e.st.DiscoverRuns(ctx, state.RunQuery{ParentID: "p"})
+			is.NoErr(err)
+			is.Equal(len(page.Runs), 0)
+		}},
 		{"ChildOfAnUnknownOrFinishedParentIsRefused", func(t *testing.T, e storeEnv) {
 			is := is.New(t)
 			_, err := e.st.CreateRun(ctx, "child", nil, state.WithParent("wf-000000000000"))
