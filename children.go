@@ -103,7 +103,7 @@ type linkEvent struct {
 // a released join parent nobody claimed yet.
 func linkOps(parent string, prec backend.Record, child, agent string, now time.Time) ([]backend.Op, []backend.Event, error) {
 	if !prec.Live() {
-		return nil, nil, fmt.Errorf("parent_run_id %q: %w", parent, ErrParentNotFound)
+		return nil, nil, &ParentError{ParentID: parent}
 	}
 	pv, err := decodeRun(prec)
 	if err != nil {
@@ -111,7 +111,7 @@ func linkOps(parent string, prec backend.Record, child, agent string, now time.T
 	}
 	st := Status(pv.Status)
 	if st.Finished() || pv.Join && (st == StatusClaimed || st == StatusRunning) {
-		return nil, nil, fmt.Errorf("parent_run_id %q is %s: %w", parent, st, ErrParentFinished)
+		return nil, nil, &ParentError{ParentID: parent, Status: st}
 	}
 	link, _ := json.Marshal(linkEvent{Child: child})
 	evs := []backend.Event{{Key: parent, Op: "workflow.link", Value: link, Writer: agent}}
@@ -222,7 +222,7 @@ func (s *Store) createLinked(ctx context.Context, name string, tags map[string]s
 		})
 		switch {
 		case err != nil:
-			return Run{ID: out.ID}, err
+			return Run{}, err
 		case !res.Committed:
 			continue // a run with the drawn id exists (one in 2^48): draw another
 		case replay == "":

@@ -38,11 +38,12 @@ var (
 	// ErrWaiting: the run is a join parent waiting for its children to
 	// finish (StatusWaiting); a *ClaimError names its status.
 	ErrWaiting = errors.New("workflow waiting for its children to finish")
-	// ErrParentNotFound: the parent named by WithParent does not exist.
+	// ErrParentNotFound: the parent named by WithParent does not exist; a
+	// *ParentError names it.
 	ErrParentNotFound = errors.New("parent run not found")
 	// ErrParentFinished: the parent named by WithParent is done or failed,
 	// or is a join parent that was released and claimed by its aggregator
-	// (it takes no more children).
+	// (it takes no more children); a *ParentError names it.
 	ErrParentFinished = errors.New("parent run takes no more children")
 )
 
@@ -134,6 +135,9 @@ func (e *ClaimError) Error() string {
 	if h == "" {
 		h = "None"
 	}
+	if e.Status == StatusWaiting {
+		return fmt.Sprintf("Workflow is in status '%s' (agent: %s): a join parent waiting for its children to finish", e.Status, h)
+	}
 	return fmt.Sprintf("Workflow is in status '%s' (agent: %s)", e.Status, h)
 }
 
@@ -146,6 +150,34 @@ func (e *ClaimError) Unwrap() error {
 		return ErrWaiting
 	}
 	return ErrClaimed
+}
+
+// A ParentError reports why a run cannot be created under the parent
+// WithParent named. It matches ErrParentNotFound when the parent does not
+// exist and ErrParentFinished otherwise.
+type ParentError struct {
+	ParentID string
+	// Status is the parent's status; "" when it does not exist.
+	Status Status
+}
+
+// Error implements error.
+func (e *ParentError) Error() string {
+	switch {
+	case e.Status == "":
+		return fmt.Sprintf("parent_run_id %q: no such run", e.ParentID)
+	case e.Status.Finished():
+		return fmt.Sprintf("parent_run_id %q: the parent is %s and takes no more children", e.ParentID, e.Status)
+	}
+	return fmt.Sprintf("parent_run_id %q: the join parent was released to its aggregator (status %s) and takes no more children; create another join parent", e.ParentID, e.Status)
+}
+
+// Unwrap returns ErrParentNotFound or ErrParentFinished.
+func (e *ParentError) Unwrap() error {
+	if e.Status == "" {
+		return ErrParentNotFound
+	}
+	return ErrParentFinished
 }
 
 // A NotHeldError reports that the caller does not hold the lease or claim
