@@ -11,6 +11,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/backend"
 )
 
 func mustChild(t *testing.T, e storeEnv, parent string, opts ...state.Option) state.Run {
@@ -348,6 +349,38 @@ func childrenCases() []testCase[storeEnv] {
 			r, err = e.st.Once(ctx, "mail", func(context.Context) (any, error) { return "third", nil })
 			is.NoErr(err)
 			is.Equal(string(r.Value), `"second"`) // the one recorded result
+		}},
+		{"PatternRecordsExpireSweepAndReset", func(t *testing.T, e storeEnv) {
+			is := is.New(t)
+			p, err := e.st.CreateRun(ctx, "aggregate", nil, state.WithJoin(), state.WithIdempotencyKey("k"))
+			is.NoErr(err)
+			mustChild(t, e, p.ID)
+			_, err = e.st.Once(ctx, "effect", func(context.Context) (any, error) { return 1, nil })
+			is.NoErr(err)
+			prefixes := []string{"d/", "e/", "n/c/", "i/p/", "i/op/"}
+			stored := func() []int64 {
+				c, err := e.st.Driver().Count(ctx, &backend.CountQuery{NS: e.st.NamespaceName(), Prefixes: prefixes, Now: e.clk.Now()})
+				is.NoErr(err)
+				return c.Prefixes
+			}
+			is.Equal(stored(), []int64{1, 1, 1, 1, 1}) // a key, an effect, one counter (unstarted), the child in both indexes
+			h, err := e.st.Health(ctx)
+			is.NoErr(err)
+			is.Equal(h.RunsByStatus[state.StatusWaiting], int64(1)) // health counts the waiting parent
+			is.Equal(h.Runs, int64(2))
+			e.clk.Advance(state.DefaultIdempotencyWindow + 2*state.DefaultSweepGrace)
+			_, err = e.st.Sweep(ctx)
+			is.NoErr(err)
+			left := stored()
+			is.Equal(left[:2], []int64{0, 0}) // idempotency keys and effects expire after the window
+			n, err := e.st.Reset(ctx)
+			is.NoErr(err)
+			is.True(n > 0)
+			is.Equal(stored(), []int64{0, 0, 0, 0, 0}) // reset clears what children, keys and effects left
+			h, err = e.st.Health(ctx)
+			is.NoErr(err)
+			is.Equal(h.Runs, int64(0))
+			is.Equal(h.Events, int64(0))
 		}},
 		{"RacingOnceCallersShareOneResult", func(t *testing.T, e storeEnv) {
 			is := is.New(t)
