@@ -83,14 +83,20 @@ func joinOps(txn *backend.Txn, parent string, recs []backend.Record, now time.Ti
 	if open > 1 {
 		return nil // other children are still open
 	}
-	npv := *pv
-	npv.Status = layout.Created
-	npv.UpdatedAt = layout.Ms(now)
-	pt := runWrite(parent, pv, &npv, now)
-	txn.Then = append(txn.Then, pt.Then...)
-	txn.Events = append(txn.Events, backend.Event{Key: parent, Op: "workflow.join",
-		Value: layout.EventOf(&npv, nil), Prev: layout.EventOf(pv, nil)})
+	ops, ev := moveParent(parent, pv, layout.Created, "workflow.join", "", now)
+	txn.Then = append(txn.Then, ops...)
+	txn.Events = append(txn.Events, ev)
 	return nil
+}
+
+// moveParent returns the writes that move join parent pv to status (its
+// release, or its return to waiting) and the history event op recording it.
+func moveParent(parent string, pv *layout.RunValue, status, op, agent string, now time.Time) ([]backend.Op, backend.Event) {
+	npv := *pv
+	npv.Status = status
+	npv.UpdatedAt = layout.Ms(now)
+	return runWrite(parent, pv, &npv, now).Then, backend.Event{Key: parent, Op: op,
+		Value: layout.EventOf(&npv, nil), Prev: layout.EventOf(pv, nil), Writer: agent}
 }
 
 // linkEvent is the value of a workflow.link event, recorded on the parent.
@@ -118,21 +124,16 @@ func linkOps(parent string, prec backend.Record, child, agent string, now time.T
 	if !pv.Join || st == StatusWaiting {
 		return nil, evs, nil
 	}
-	npv := *pv
-	npv.Status = layout.Waiting
-	npv.UpdatedAt = layout.Ms(now)
-	pt := runWrite(parent, pv, &npv, now)
-	evs = append(evs, backend.Event{Key: parent, Op: "workflow.rejoin",
-		Value: layout.EventOf(&npv, nil), Prev: layout.EventOf(pv, nil), Writer: agent})
-	return pt.Then, evs, nil
+	ops, ev := moveParent(parent, pv, layout.Waiting, "workflow.rejoin", agent, now)
+	return ops, append(evs, ev), nil
 }
 
 // childCountKeys are the counters of id's children, in the order
 // childrenOf reads them.
 func childCountKeys(id string) []string {
-	keys := make([]string, 0, len(layout.Buckets)+1)
-	for _, b := range append(layout.Buckets[:len(layout.Buckets):len(layout.Buckets)], layout.Claimed) {
-		keys = append(keys, layout.ChildCount(id, b))
+	keys := make([]string, len(layout.Counters))
+	for i, c := range layout.Counters {
+		keys[i] = layout.ChildCount(id, c)
 	}
 	return keys
 }
@@ -142,7 +143,7 @@ func childCountKeys(id string) []string {
 func childrenOf(recs []backend.Record) (map[Status]int64, error) {
 	n := map[string]int64{}
 	var total int64
-	for i, b := range append(layout.Buckets[:len(layout.Buckets):len(layout.Buckets)], layout.Claimed) {
+	for i, b := range layout.Counters {
 		c, err := countOf(recs[i])
 		if err != nil {
 			return nil, err

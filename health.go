@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -68,7 +67,7 @@ func (s *Store) health(ctx context.Context, h *Health) error {
 	h.Keys, h.Leases, h.Sessions, h.Events = c.Prefixes[0], c.Prefixes[1], c.Prefixes[2], c.Events
 	// Runs are counted by status as they change (see internal/layout), so
 	// counting them reads five records however many runs there are.
-	counters := append(slices.Clone(layout.Buckets), layout.Claimed)
+	counters := layout.Counters
 	keys := make([]string, len(counters))
 	for i, c := range counters {
 		keys[i] = layout.StatusCount(c)

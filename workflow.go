@@ -321,18 +321,20 @@ func runWrite(id string, old, nv *layout.RunValue, now time.Time) *backend.Txn {
 // for a child, its parent's.
 func countOps(v *layout.RunValue, from, to string, now time.Time) []backend.Op {
 	d := layout.CountDeltas(from, to)
+	ops := addOps(d, layout.StatusCount, now)
+	if v.Parent != "" {
+		ops = append(ops, addOps(d, func(c string) string { return layout.ChildCount(v.Parent, c) }, now)...)
+	}
+	return ops
+}
+
+// addOps adds the deltas d to the counters named by key, in the order of
+// layout.Counters.
+func addOps(d map[string]int, key func(counter string) string, now time.Time) []backend.Op {
 	var ops []backend.Op
-	for _, c := range append(slices.Clone(layout.Buckets), layout.Claimed) {
+	for _, c := range layout.Counters {
 		if n := d[c]; n != 0 {
-			ops = append(ops, backend.Op{Kind: backend.OpAdd, Key: layout.StatusCount(c), Value: []byte(strconv.Itoa(n)), Time: now})
-		}
-	}
-	if v.Parent == "" {
-		return ops
-	}
-	for _, c := range append(slices.Clone(layout.Buckets), layout.Claimed) {
-		if n := d[c]; n != 0 {
-			ops = append(ops, backend.Op{Kind: backend.OpAdd, Key: layout.ChildCount(v.Parent, c), Value: []byte(strconv.Itoa(n)), Time: now})
+			ops = append(ops, backend.Op{Kind: backend.OpAdd, Key: key(c), Value: []byte(strconv.Itoa(n)), Time: now})
 		}
 	}
 	return ops

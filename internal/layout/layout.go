@@ -186,6 +186,10 @@ func StatusCount(bucket string) string { return StatusCounts + bucket }
 // Buckets lists the status buckets.
 var Buckets = []string{Unstarted, Running, Waiting, Done, Failed}
 
+// Counters lists what the run counters count, in a fixed order: each
+// status bucket, then claimed runs.
+var Counters = []string{Unstarted, Running, Waiting, Done, Failed, Claimed}
+
 // OpenBuckets lists the status buckets of open runs.
 var OpenBuckets = []string{Unstarted, Running, Waiting}
 
