@@ -139,7 +139,7 @@ func (s *Store) createRun(ctx context.Context, name string, tags map[string]stri
 	if err := checkOptionalID("agent_id", o.agent, lim.MaxIDBytes); err != nil {
 		return Run{}, err
 	}
-	if o.parent != "" {
+	if o.has(optParent) {
 		if err := checkKey("parent_run_id", o.parent, lim.MaxKeyBytes); err != nil {
 			return Run{}, err
 		}

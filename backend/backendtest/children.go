@@ -119,6 +119,37 @@ func childrenCases() []testCase[storeEnv] {
 			is.NoErr(err)
 			is.Equal(len(page.Runs), 0)
 		}},
+		{"BadPatternInputIsRefusedNamingTheField", func(t *testing.T, e storeEnv) {
+			is := is.New(t)
+			field := func(err error) string {
+				var fe *state.FieldError
+				if !errors.As(err, &fe) {
+					t.Fatalf("error %v is not a *FieldError", err)
+				}
+				return fe.Field
+			}
+			_, err := e.st.CreateRun(ctx, "job", nil, state.WithParent(""))
+			is.Equal(field(err), "parent_run_id")
+			_, err = e.st.CreateRun(ctx, "job", nil, state.WithIdempotencyKey("bad\x00key"))
+			is.Equal(field(err), "idempotency_key")
+			_, err = e.st.DiscoverRuns(ctx, state.RunQuery{ParentID: "bad\x00id"})
+			is.Equal(field(err), "parent_run_id")
+			_, err = e.st.Once(ctx, "", func(context.Context) (any, error) { return 1, nil })
+			is.Equal(field(err), "key")
+			_, err = e.st.Once(ctx, "k", nil)
+			is.Equal(field(err), "fn")
+			_, err = e.st.Once(ctx, "k", func(context.Context) (any, error) { return 1, nil }, state.WithAgent("a"))
+			is.Equal(field(err), "agent_id") // an option Once does not honour
+			_, err = e.st.Once(ctx, "k", func(context.Context) (any, error) { return func() {}, nil })
+			is.Equal(field(err), "value") // a result that is not JSON records nothing
+			h, err := e.st.Health(ctx)
+			is.NoErr(err)
+			is.Equal(h.Runs, int64(0))
+			is.Equal(h.Events, int64(1)) // only the once.start of the effect whose result failed
+			r, err := e.st.Once(ctx, "k", func(context.Context) (any, error) { return 2, nil })
+			is.NoErr(err)
+			is.True(r.Ran) // and its lease was given back at once
+		}},
 		{"ChildOfAnUnknownOrFinishedParentIsRefused", func(t *testing.T, e storeEnv) {
 			is := is.New(t)
 			_, err := e.st.CreateRun(ctx, "child", nil, state.WithParent("wf-000000000000"))
