@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/statesidecar/state/backend"
@@ -36,6 +37,38 @@ import (
 // releases between two of them. A waiting parent can still be finished
 // directly (CompleteRun, FailRun: abandoning the fan-out); its children
 // are left as they are.
+
+// parentCacheSize bounds how many child runs a store remembers the
+// parent of.
+const parentCacheSize = 4096
+
+// parentCache remembers the parent of child runs the store created or
+// read, so that finishing a child reads its parent in the first
+// transaction instead of a second one. A run's parent never changes; an
+// entry made stale by a reset is noticed (the run read names another
+// parent) and corrected.
+type parentCache struct {
+	mu sync.Mutex
+	m  map[string]string // namespace NUL run id -> parent id
+}
+
+func (c *parentCache) get(ns, id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[ns+"\x00"+id]
+}
+
+func (c *parentCache) put(ns, id, parent string) {
+	if parent == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= parentCacheSize {
+		c.m = make(map[string]string) // forget everything: cheaper than an LRU, and rare
+	}
+	c.m[ns+"\x00"+id] = parent
+}
 
 // errNeedFamily makes updateRun read a finishing child's parent too.
 var errNeedFamily = errors.New("finishing a child run: read its parent too")
@@ -221,6 +254,9 @@ func (s *Store) createLinked(ctx context.Context, name string, tags map[string]s
 			out = runOf(id, v, layout.Ms(now))
 			return txn, nil
 		})
+		if err == nil && res.Committed {
+			s.c.parents.put(s.ns, out.ID, o.parent)
+		}
 		switch {
 		case err != nil:
 			return Run{}, err

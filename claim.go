@@ -72,6 +72,7 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 		return s.claimNative(ctx, c, id, agent, ttl)
 	}
 	var out Claim
+	parent := ""
 	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, _ []backend.Record, now time.Time) (*backend.Txn, error) {
 		st := Status(v.Status)
 		if st.Finished() || st == StatusWaiting {
@@ -104,6 +105,7 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 		}
 		txn := runWrite(id, v, &nv, now)
 		txn.Events = []backend.Event{{Key: id, Op: op, Value: layout.EventOf(&nv, nil), Prev: layout.EventOf(v, nil), Writer: agent}}
+		parent = v.Parent
 		out = Claim{Run: runOf(id, &nv, nowMs), Fence: nv.Fence, Attempt: nv.Attempt,
 			ExpiresAt: layout.Time(nv.ClaimExpiresAt), Reclaimed: op == "workflow.reclaim"}
 		return txn, nil
@@ -111,6 +113,7 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 	if err != nil {
 		return Claim{}, err
 	}
+	s.c.parents.put(s.ns, id, parent)
 	return out, nil
 }
 
@@ -133,6 +136,7 @@ func (s *Store) claimNative(ctx context.Context, c backend.Claimer, id, agent st
 	case backend.ClaimFinished, backend.ClaimHeld, backend.ClaimWaiting:
 		return Claim{}, &ClaimError{Status: Status(v.Status), Holder: v.AgentID}
 	case backend.ClaimAcquired, backend.ClaimRenewed:
+		s.c.parents.put(s.ns, id, v.Parent)
 		return Claim{Run: runOf(id, v, layout.Ms(res.Now)), Fence: v.Fence, Attempt: v.Attempt,
 			ExpiresAt: layout.Time(v.ClaimExpiresAt), Renewed: res.Outcome == backend.ClaimRenewed,
 			Reclaimed: res.Reclaimed}, nil

@@ -258,6 +258,12 @@ type runUpdateFunc func(v *layout.RunValue, extra []backend.Record, now time.Tim
 // A run's parent never changes, so the first read that finds the run is
 // a child finishing is abandoned and done again with the parent's keys.
 func (s *Store) updateRun(ctx context.Context, id string, extra []string, fn runUpdateFunc) error {
+	return s.updateRunAs(ctx, id, extra, false, fn)
+}
+
+// updateRunAs is updateRun; finishing says fn may finish the run, so that
+// the parent of a child known to the store is read in the first attempt.
+func (s *Store) updateRunAs(ctx context.Context, id string, extra []string, finishing bool, fn runUpdateFunc) error {
 	done, err := s.enter()
 	if err != nil {
 		return err
@@ -265,6 +271,11 @@ func (s *Store) updateRun(ctx context.Context, id string, extra []string, fn run
 	defer done()
 	var parent string
 	var family []string // the parent's keys, once needed
+	if finishing {
+		if parent = s.c.parents.get(s.ns, id); parent != "" {
+			family = familyKeys(parent)
+		}
+	}
 	for {
 		keys := append(append([]string{layout.Run(id)}, extra...), family...)
 		_, err = s.update(ctx, keys, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
@@ -279,7 +290,7 @@ func (s *Store) updateRun(ctx context.Context, id string, extra []string, fn run
 			if err != nil || txn == nil || !finishesChild(v, txn) {
 				return txn, err
 			}
-			if family == nil {
+			if family == nil || parent != v.Parent {
 				parent = v.Parent
 				return nil, errNeedFamily
 			}
@@ -288,6 +299,7 @@ func (s *Store) updateRun(ctx context.Context, id string, extra []string, fn run
 		if err != errNeedFamily {
 			return err
 		}
+		s.c.parents.put(s.ns, id, parent)
 		family = familyKeys(parent)
 	}
 }
