@@ -56,6 +56,34 @@ func opsOf(t *testing.T, e storeEnv, key string) []string {
 	return ops
 }
 
+// otherProcess returns a second store over e's driver and namespace, as
+// another process would open: it shares no memory with e.st (such as the
+// parents of children it created). Closing it leaves the driver open.
+func otherProcess(t *testing.T, e storeEnv) *state.Store {
+	t.Helper()
+	d := e.st.Driver()
+	shared := backend.Driver(unclosed{d})
+	if u, ok := d.(backend.Updater); ok {
+		shared = unclosedUpdater{unclosed{d}, u}
+	}
+	st, err := state.New(shared, &state.Options{Clock: yieldingClock{e.clk}, SweepInterval: -1, Namespace: e.st.NamespaceName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// unclosed is a driver whose Close leaves it open.
+type unclosed struct{ backend.Driver }
+
+func (unclosed) Close() error { return nil }
+
+type unclosedUpdater struct {
+	unclosed
+	backend.Updater
+}
+
 func childrenCases() []testCase[storeEnv] {
 	return []testCase[storeEnv]{
 		{"ChildRunsAreLinkedListedAndCounted", func(t *testing.T, e storeEnv) {
@@ -186,7 +214,7 @@ func childrenCases() []testCase[storeEnv] {
 			got, err := e.st.GetRun(ctx, p.ID)
 			is.NoErr(err)
 			is.Equal(got.Status, state.StatusWaiting) // one child is still open
-			_, err = e.st.FailRun(ctx, b.ID)
+			_, err = otherProcess(t, e).FailRun(ctx, b.ID) // a worker elsewhere
 			is.NoErr(err)
 			got, err = e.st.GetRun(ctx, p.ID)
 			is.NoErr(err)
@@ -223,14 +251,21 @@ func childrenCases() []testCase[storeEnv] {
 				kids[i] = mustChild(t, e, p.ID)
 				claims[i] = mustClaim(t, e, kids[i].ID, fmt.Sprintf("w%d", i))
 			}
+			// Half the workers run in another process, which has to learn
+			// each child's parent from the child.
+			other := otherProcess(t, e)
 			var rc race
 			rc.run(n, func(i int) {
 				call := rc.now()
 				var err error
+				st := e.st
+				if i%4 >= 2 {
+					st = other
+				}
 				if i%2 == 0 {
-					_, err = e.st.CompleteRun(ctx, kids[i].ID, state.WithFence(claims[i].Fence))
+					_, err = st.CompleteRun(ctx, kids[i].ID, state.WithFence(claims[i].Fence))
 				} else {
-					_, err = e.st.Checkpoint(ctx, kids[i].ID, 1, "out", state.WithFence(claims[i].Fence), state.WithStatus(state.StatusFailed))
+					_, err = st.Checkpoint(ctx, kids[i].ID, 1, "out", state.WithFence(claims[i].Fence), state.WithStatus(state.StatusFailed))
 				}
 				rc.record(i, call)
 				if err != nil {
