@@ -213,7 +213,7 @@ func childrenCases() []testCase[storeEnv] {
 			is.NoErr(err)
 			got, err := e.st.GetRun(ctx, p.ID)
 			is.NoErr(err)
-			is.Equal(got.Status, state.StatusWaiting) // one child is still open
+			is.Equal(got.Status, state.StatusWaiting)      // one child is still open
 			_, err = otherProcess(t, e).FailRun(ctx, b.ID) // a worker elsewhere
 			is.NoErr(err)
 			got, err = e.st.GetRun(ctx, p.ID)
