@@ -240,10 +240,18 @@ func WithParent(parentID string) Option {
 }
 
 // WithJoin creates a join parent (CreateRun): a run that waits
-// (StatusWaiting, not claimable) until it has children and every one of
-// them has finished, done or failed; then it is created and claimable like
-// a fresh run, so that exactly one aggregator claims it. See children.go
-// for children created after the join released.
+// (StatusWaiting, not claimable: ClaimRun fails with ErrWaiting) until it
+// has children and every one of them has finished, done or failed; the
+// write that finishes the last one makes it created, claimable like a
+// fresh run, so that exactly one aggregator claims it.
+//
+// A child created after the release while nobody has claimed the parent
+// yet sends it back to waiting (history: workflow.rejoin); once an
+// aggregator has claimed it, the parent takes no more children
+// (ErrParentFinished). Create every child before any of them can finish
+// to keep the join from releasing between two of them. A waiting parent
+// can still be finished directly (CompleteRun, FailRun) to abandon the
+// fan-out.
 func WithJoin() Option {
 	return func(o *callOptions) { o.set |= optJoin; o.join = true }
 }
