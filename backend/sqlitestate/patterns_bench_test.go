@@ -3,9 +3,7 @@ package sqlitestate_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/statesidecar/state"
 )
@@ -66,20 +64,7 @@ func BenchmarkPatternsVsPlain(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			e := newBenchEnv(b)
 			pattern, plain := bm.setup(b, e, b.N)
-			b.ResetTimer()
-			var patT, plainT time.Duration
-			var next, plainNext atomic.Int64
-			var failed atomic.Value
-			const rounds = 10
-			for r := range rounds {
-				n := int64(b.N*(r+1)/rounds - b.N*r/rounds)
-				plainT += runOps(1, n, &plainNext, plain, &failed)
-				patT += runOps(1, n, &next, pattern, &failed)
-			}
-			b.StopTimer()
-			if err, _ := failed.Load().(error); err != nil {
-				b.Fatal(err)
-			}
+			plainT, patT := alternate(b, 1, plain, pattern)
 			b.ReportMetric(float64(patT.Nanoseconds())/float64(b.N), "ns/op")
 			b.ReportMetric(float64(plainT.Nanoseconds())/float64(b.N), "plain-ns/op")
 			b.ReportMetric(float64(patT)/float64(plainT), "x-plain-cost")
