@@ -40,9 +40,10 @@
 // of one write cannot interleave with the takeover of another.
 //
 // Index entries change only when a run is created (every index it belongs
-// to), when it starts running (i/s/unstarted/ to i/s/running/) and when it
-// finishes (out of i/o/, i/ot/ and its bucket, into i/s/done/ or
-// i/s/failed/). A claim, heartbeat, takeover or release never moves one:
+// to), when it starts running (i/s/unstarted/ to i/s/running/), when a
+// join parent is released or sent back to waiting (i/s/waiting/ to
+// i/s/unstarted/ and back) and when it finishes (out of i/o/, i/ot/,
+// i/op/ and its bucket, into i/s/done/ or i/s/failed/). A claim, heartbeat, takeover or release never moves one:
 // created and claimed share one status bucket (the run's status field
 // tells them apart). A run that stays open keeps its place in i/o/ and
 // i/ot/, so a listing that pages through one of them by cursor cannot skip
