@@ -63,7 +63,7 @@ func (s *Store) checkpoint(ctx context.Context, id string, step int64, output an
 		return Run{}, err
 	}
 	var res Run
-	err = s.updateRun(ctx, id, []string{layout.Output(id, step)}, func(v *layout.RunValue, extra []backend.Record, now time.Time) (*backend.Txn, error) {
+	err = s.updateRunAs(ctx, id, []string{layout.Output(id, step)}, o.status != "", func(v *layout.RunValue, extra []backend.Record, now time.Time) (*backend.Txn, error) {
 		or := extra[0]
 		st := Status(v.Status)
 		nowMs := layout.Ms(now)
@@ -76,6 +76,9 @@ func (s *Store) checkpoint(ctx context.Context, id string, step int64, output an
 				return nil, nil // a replay of the checkpoint that finished the run
 			}
 			return nil, &ClaimError{Status: st, Holder: v.AgentID}
+		}
+		if st == StatusWaiting {
+			return nil, &ClaimError{Status: st} // claim it once its children finished
 		}
 		if err := checkHolder(o, v, nowMs); err != nil {
 			return nil, err
@@ -166,7 +169,7 @@ func (s *Store) finish(ctx context.Context, id string, status Status, o callOpti
 		return Run{}, err
 	}
 	var res Run
-	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, _ []backend.Record, now time.Time) (*backend.Txn, error) {
+	err := s.updateRunAs(ctx, id, nil, true, func(v *layout.RunValue, _ []backend.Record, now time.Time) (*backend.Txn, error) {
 		nowMs := layout.Ms(now)
 		if st := Status(v.Status); st.Finished() {
 			if err := checkLastHolder(o, v); err != nil {

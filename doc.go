@@ -18,7 +18,7 @@
 // expire. An option a method does not honour is an error naming it.
 //
 // A workflow run ([Store.CreateRun]) moves through created → claimed →
-// running → done | failed. [Store.ClaimRun] is atomic: of any number of
+// running → done | failed (a join parent starts waiting, see below). [Store.ClaimRun] is atomic: of any number of
 // racing claimers exactly one wins. A claim expires unless the holder sends
 // heartbeats (claiming again, or any [Store.Checkpoint]); once it has
 // expired any agent may claim the run again, with a higher attempt and fence,
@@ -28,6 +28,23 @@
 // being told it succeeded. [WithAgent] checks the holder's id instead, which
 // cannot tell the holder from an agent that restarted and reuses its id:
 // only the fence protects against that.
+//
+// # Coordination patterns
+//
+// Fan-out and fan-in: a run created [WithParent] is a child of an open
+// run; [RunQuery].ParentID discovers a parent's children and [Store.GetRun]
+// counts them by status ([Run].Children). A parent created [WithJoin]
+// waits ([StatusWaiting], refused by ClaimRun with [ErrWaiting]) until it
+// has children and every one of them is done or failed; the write that
+// finishes the last one makes the parent created, so that exactly one
+// aggregator claims it.
+//
+// Retries: [WithIdempotencyKey] makes a retried CreateRun return the run
+// the first call made ([Run].Replayed) for [Options].IdempotencyWindow.
+// [Store.Once] is an effect ledger: the first caller runs a side effect
+// and records its result, later and concurrent callers get the recorded
+// result; a caller that dies mid-effect loses its lease and a later caller
+// runs the effect again (at-least-once execution, exactly-once recording).
 //
 // A lease ([Store.TryAcquire], [Store.Acquire], [Store.Renew],
 // [Store.Release], [Store.KeepAlive]) is an exclusive lock that expires.
@@ -62,10 +79,11 @@
 //
 // Every error is an [*Error] naming the operation and key, wrapping a
 // sentinel ([ErrNotFound], [ErrConflict], [ErrLeaseHeld], [ErrNotHeld],
-// [ErrClaimed], [ErrFinished], [ErrInvalid], [ErrClosed], [ErrUnavailable])
-// or the backend's or context's error. Branch with errors.Is; read details
+// [ErrClaimed], [ErrFinished], [ErrWaiting], [ErrParentNotFound],
+// [ErrParentFinished], [ErrInvalid], [ErrClosed], [ErrUnavailable]) or the
+// backend's or context's error. Branch with errors.Is; read details
 // ([*FieldError], [*ConflictError], [*HeldError], [*ClaimError],
-// [*NotHeldError], [*LeaseExpiredError]) with errors.As. Bad input never changes anything stored.
+// [*ParentError], [*NotHeldError], [*LeaseExpiredError]) with errors.As. Bad input never changes anything stored.
 //
 // # Time and TTL
 //

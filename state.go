@@ -38,6 +38,8 @@ type core struct {
 	// keepalives counts the running KeepAlive goroutines, which end when bg
 	// is cancelled.
 	keepalives sync.WaitGroup
+	// parents remembers the parents of child runs (children.go).
+	parents parentCache
 }
 
 // New returns a Store over d; opts may be nil. It returns an error matching

@@ -234,26 +234,34 @@ func BenchmarkClaimVsRaw(b *testing.B) {
 				store := bm.setup(b, e, b.N)
 				val := []byte(`{"n":1,"text":"some agent state"}`)
 				raw := func(i int64) error { return e.rawSet(fmt.Sprintf("key-%05d", i%benchKeys), val) }
-				b.ResetTimer()
-				var rawT, storeT time.Duration
-				var next, rawNext atomic.Int64
-				var failed atomic.Value
-				const rounds = 10
-				for r := range rounds {
-					n := int64(b.N*(r+1)/rounds - b.N*r/rounds)
-					rawT += runOps(g, n, &rawNext, raw, &failed)
-					storeT += runOps(g, n, &next, store, &failed)
-				}
-				b.StopTimer()
-				if err, _ := failed.Load().(error); err != nil {
-					b.Fatal(err)
-				}
+				rawT, storeT := alternate(b, g, raw, store)
 				b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "ns/op")
 				b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
 				b.ReportMetric(float64(storeT)/float64(rawT), "x-raw-cost")
 			})
 		}
 	}
+}
+
+// alternate times b.N operations of first and b.N of second, g goroutines
+// at a time, in ten alternating rounds (first, second, first...) so that
+// both see the same machine load, and returns how long each took in all.
+func alternate(b *testing.B, g int, first, second func(int64) error) (firstT, secondT time.Duration) {
+	b.Helper()
+	b.ResetTimer()
+	var next, firstNext atomic.Int64
+	var failed atomic.Value
+	const rounds = 10
+	for r := range rounds {
+		n := int64(b.N*(r+1)/rounds - b.N*r/rounds)
+		firstT += runOps(g, n, &firstNext, first, &failed)
+		secondT += runOps(g, n, &next, second, &failed)
+	}
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return firstT, secondT
 }
 
 // runOps performs n operations with g goroutines, numbering them from next,
