@@ -79,7 +79,7 @@ func newQueries(schema string) queries {
 		$4::integer, $5::bigint, $6::bigint)`
 	q.claim = `SELECT outcome, now, reclaimed, value, writer, rev, crev, updated_at, expires_at FROM ` + s + `.claim(
 		$1::text, $2::bigint, $3::bigint, $4::bigint, $5::bigint, $6::bytea, $7::bytea, $8::text, $9::text,
-		$10::bigint, $11::bytea)`
+		$10::bigint, $11::bytea, $12::bigint, $13::bytea, $14::text)`
 	q.trim = `SELECT trimmed, events FROM ` + s + `.trim($1::text, $2::bigint, $3::bigint, $4::integer)`
 	q.ping = `SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'`
 	q.settings = `SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit',

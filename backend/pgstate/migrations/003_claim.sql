@@ -14,17 +14,43 @@
 -- other runs and a claim never deadlocks with a checkpoint of its run.
 --
 -- outcome is 1 not found, 2 not claimable (done, failed, or any status
--- other than created, claimed and running), 3 held by another agent, 4
--- acquired, 5 renewed (backend.ClaimOutcome). value/writer/... are the run
--- record: as written when the claim succeeded, as read otherwise.
+-- other than created, claimed, running and waiting), 3 held by another
+-- agent, 4 acquired, 5 renewed, 6 a join parent waiting for its children
+-- (backend.ClaimOutcome). value/writer/... are the run record: as written
+-- when the claim succeeded, as read otherwise.
+--
+-- A fresh claim of a child run (parent_run_id right after claim_ttl_ms)
+-- also counts one more claimed child of its parent (p_child_key,
+-- layout.ChildCount(parent, "claimed")), under that counter's lock
+-- (p_child_lock). The caller cannot know the parent before the run is
+-- read, and the lock's number is computed by the caller: so a first call
+-- without them answers outcome 7 with the parent's id (in writer) and
+-- writes nothing, and the caller calls again with the parent's counter and
+-- its lock. Claims of runs without a parent, renewals and refusals take
+-- one call.
 --
 -- The run's JSON (layout.RunValue as Go's json.Marshal writes it) is not
 -- decoded: the fields claims change, which come first (status to
 -- claim_ttl_ms), are read as text at the start of the value, the
 -- agent's JSON string kept as it is, and every byte after claim_ttl_ms is
 -- kept as it is (as the Redis driver's claim.lua does).
+-- count_one adds one to the counter record p_key (absent or expired: 0),
+-- as a commit's OpAdd does, at revision p_rev.
+CREATE FUNCTION {{s}}.count_one(p_ns text, p_key bytea, p_rev bigint, p_now bigint) RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
+    VALUES (p_ns, p_key, '\x31', '', p_rev, p_rev, p_now, NULL)
+    ON CONFLICT (ns, key) DO UPDATE SET
+        value = convert_to((CASE WHEN t.expires_at IS NOT NULL AND t.expires_at <= p_now THEN 0
+            ELSE {{s}}.int_of(t.value) END + 1)::text, 'UTF8'),
+        writer = excluded.writer, rev = excluded.rev,
+        crev = CASE WHEN t.expires_at IS NOT NULL AND t.expires_at <= p_now THEN excluded.crev ELSE t.crev END,
+        updated_at = excluded.updated_at, expires_at = NULL;
+$$;
+
 CREATE FUNCTION {{s}}.claim(p_ns text, p_now bigint, p_nslock bigint, p_lock bigint, p_count_lock bigint,
     p_key bytea, p_id bytea, p_agent text, p_agent_json text, p_ttl bigint, p_count_key bytea,
+    p_child_lock bigint, p_child_key bytea, p_parent text,
     OUT outcome integer, OUT now bigint, OUT reclaimed boolean, OUT value bytea, OUT writer text,
     OUT rev bigint, OUT crev bigint, OUT updated_at bigint, OUT expires_at bigint)
 LANGUAGE plpgsql AS $$
@@ -48,6 +74,7 @@ DECLARE
     v_new text;
     v_op text;
     v_seq regclass;
+    v_parent text;
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock);
     now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
@@ -96,6 +123,10 @@ BEGIN
     IF left(v_text, 16) = ',"claim_ttl_ms":' THEN
         v_text := substr(v_text, length(split_part(substr(v_text, 2), ',', 1)) + 2);
     END IF;
+    IF v_st = 'waiting' THEN
+        outcome := 6;
+        RETURN;
+    END IF;
     IF v_st NOT IN ('created', 'claimed', 'running') THEN
         outcome := 2;
         RETURN;
@@ -110,7 +141,19 @@ BEGIN
     -- its lock comes before the revision, so that the counter's revisions
     -- increase with its writes.
     IF NOT v_held AND v_st = 'created' THEN
+        IF left(v_text, 18) = ',"parent_run_id":"' THEN
+            v_parent := (convert_from(r.value, 'UTF8')::json) ->> 'parent_run_id';
+            IF p_parent IS DISTINCT FROM v_parent THEN
+                -- Call again with the parent's counter and its lock.
+                outcome := 7;
+                writer := v_parent;
+                RETURN;
+            END IF;
+        END IF;
         PERFORM pg_advisory_xact_lock(p_count_lock);
+        IF v_parent IS NOT NULL THEN
+            PERFORM pg_advisory_xact_lock(p_child_lock);
+        END IF;
     END IF;
     -- The next revision: the namespace's sequence, unless the namespace is
     -- new or the sequence fell behind the clock (next_rev handles both).
@@ -142,14 +185,10 @@ BEGIN
         END IF;
         IF v_st = 'created' THEN
             v_st := 'claimed';
-            INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
-            VALUES (p_ns, p_count_key, '\x31', '', rev, rev, now, NULL)
-            ON CONFLICT (ns, key) DO UPDATE SET
-                value = convert_to((CASE WHEN t.expires_at IS NOT NULL AND t.expires_at <= now THEN 0
-                    ELSE {{s}}.int_of(t.value) END + 1)::text, 'UTF8'),
-                writer = excluded.writer, rev = excluded.rev,
-                crev = CASE WHEN t.expires_at IS NOT NULL AND t.expires_at <= now THEN excluded.crev ELSE t.crev END,
-                updated_at = excluded.updated_at, expires_at = NULL;
+            PERFORM {{s}}.count_one(p_ns, p_count_key, rev, now);
+            IF v_parent IS NOT NULL THEN
+                PERFORM {{s}}.count_one(p_ns, p_child_key, rev, now);
+            END IF;
         END IF;
         v_ag := ',"agent_id":' || p_agent_json;
         v_att := v_att + 1;
