@@ -12,9 +12,12 @@ import (
 
 const (
 	sqlCondRev = `SELECT rev FROM state_records WHERE ns = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`
-	// sqlBumpRev takes the namespace's next revision and ?2 event ids,
-	// starting a new namespace's counters above the floors (schema.go).
-	sqlBumpRev = `INSERT INTO state_namespaces (ns, rev, event) VALUES (?1,
+	// sqlBumpRev takes the namespace's next revision and ?2 event ids: one
+	// primary-key update, for a namespace that has its row.
+	sqlBumpRev = `UPDATE state_namespaces SET rev = rev + 1, event = event + ?2 WHERE ns = ?1 RETURNING rev, event`
+	// sqlNewNS does it for a namespace without its row (its first commit),
+	// starting its counters above the floors (schema.go).
+	sqlNewNS = `INSERT INTO state_namespaces (ns, rev, event) VALUES (?1,
 			(SELECT value FROM state_meta WHERE name = 'revision') + 1,
 			(SELECT value FROM state_meta WHERE name = 'event_floor') + ?2)
 		ON CONFLICT (ns) DO UPDATE SET rev = rev + 1, event = event + ?2
@@ -44,9 +47,22 @@ const (
 	sqlDelete = `DELETE FROM state_records WHERE ns = ? AND key = ?`
 )
 
+// Each write of a batch of several runs under this savepoint (batch.go).
+const (
+	sqlSavepoint = `SAVEPOINT w`
+	sqlRollback  = `ROLLBACK TO w`
+	sqlRelease   = `RELEASE w`
+)
+
 // writeStmts are the statements prepared on the writing connection.
 type writeStmts struct {
-	get, condRev, bumpRev, event, eventPrev, put, add, del *sql.Stmt
+	get, condRev, bumpRev, newNS, event, eventPrev, put, add, del *sql.Stmt
+	savepoint, rollback, release                                 *sql.Stmt
+}
+
+func (s *writeStmts) all() []*sql.Stmt {
+	return []*sql.Stmt{s.get, s.condRev, s.bumpRev, s.newNS, s.event, s.eventPrev, s.put, s.add, s.del,
+		s.savepoint, s.rollback, s.release}
 }
 
 func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -54,8 +70,9 @@ func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&s.get, sqlGet}, {&s.condRev, sqlCondRev}, {&s.bumpRev, sqlBumpRev}, {&s.event, sqlEvent},
+		{&s.get, sqlGet}, {&s.condRev, sqlCondRev}, {&s.bumpRev, sqlBumpRev}, {&s.newNS, sqlNewNS}, {&s.event, sqlEvent},
 		{&s.eventPrev, sqlEventPrev}, {&s.put, sqlPut}, {&s.add, sqlAdd}, {&s.del, sqlDelete},
+		{&s.savepoint, sqlSavepoint}, {&s.rollback, sqlRollback}, {&s.release, sqlRelease},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -68,7 +85,7 @@ func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 
 func (s *writeStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.get, s.condRev, s.bumpRev, s.event, s.eventPrev, s.put, s.add, s.del} {
+	for _, st := range s.all() {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -116,7 +133,11 @@ func (w *wtx) apply(ns string, txn *backend.Txn, now time.Time) (backend.Result,
 		return res, nil
 	}
 	var lastEvent int64
-	if err := w.stmt(w.s.bumpRev).QueryRowContext(w.ctx, ns, len(txn.Events)).Scan(&res.Revision, &lastEvent); err != nil {
+	err := w.stmt(w.s.bumpRev).QueryRowContext(w.ctx, ns, len(txn.Events)).Scan(&res.Revision, &lastEvent)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = w.stmt(w.s.newNS).QueryRowContext(w.ctx, ns, len(txn.Events)).Scan(&res.Revision, &lastEvent)
+	}
+	if err != nil {
 		return backend.Result{}, fmt.Errorf("next revision: %w", err)
 	}
 	id := lastEvent - int64(len(txn.Events))
