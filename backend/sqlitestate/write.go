@@ -57,7 +57,7 @@ const (
 // writeStmts are the statements prepared on the writing connection.
 type writeStmts struct {
 	get, condRev, bumpRev, newNS, event, eventPrev, put, add, del *sql.Stmt
-	savepoint, rollback, release                                 *sql.Stmt
+	savepoint, rollback, release                                  *sql.Stmt
 }
 
 func (s *writeStmts) all() []*sql.Stmt {
