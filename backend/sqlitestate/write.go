@@ -253,5 +253,7 @@ func (d *Driver) Update(ctx context.Context, q *backend.GetQuery, fn func([]back
 }
 
 // errRejected marks a request whose own logic refused to write; its
-// savepoint is rolled back like a failed one, but it is not a failure.
+// savepoint is rolled back like a failed one, but it is not a failure. A
+// work returns it only before it changed anything: the batcher runs works
+// without savepoints first and keeps the changes of the others (runTx).
 var errRejected = errors.New("rejected by caller")
