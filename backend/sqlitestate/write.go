@@ -12,17 +12,17 @@ import (
 
 const (
 	sqlCondRev = `SELECT rev FROM state_records WHERE ns = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`
-	// sqlBumpRev takes the namespace's next revision and ?2 event ids: one
-	// primary-key update, for a namespace that has its row.
-	sqlBumpRev = `UPDATE state_namespaces SET rev = rev + 1, event = event + ?2 WHERE ns = ?1 RETURNING rev, event`
-	// sqlNewNS does it for a namespace without its row (its first commit),
-	// starting its counters above the floors (schema.go).
-	sqlNewNS = `INSERT INTO state_namespaces (ns, rev, event) VALUES (?1,
+	// sqlBumpRev takes the namespace's next revision and ?2 event ids,
+	// starting a new namespace's counters above the floors (schema.go).
+	sqlBumpRev = `INSERT INTO state_namespaces (ns, rev, event) VALUES (?1,
 			(SELECT value FROM state_meta WHERE name = 'revision') + 1,
 			(SELECT value FROM state_meta WHERE name = 'event_floor') + ?2)
 		ON CONFLICT (ns) DO UPDATE SET rev = rev + 1, event = event + ?2
 		RETURNING rev, event`
-	sqlEvent = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// sqlBumpLive does it with one primary-key update, without the floor
+	// lookups, for a namespace that has its row: no row, no answer.
+	sqlBumpLive = `UPDATE state_namespaces SET rev = rev + 1, event = event + ?2 WHERE ns = ?1 RETURNING rev, event`
+	sqlEvent    = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// sqlEventPrev captures the live value of a record as the event's prev.
 	sqlEventPrev = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at, seq) VALUES (?1, ?2, ?3, ?4, ?5,
 		(SELECT value FROM state_records WHERE ns = ?1 AND key = ?6 AND (expires_at IS NULL OR expires_at > ?8)), ?7, ?8, ?9)`
@@ -56,12 +56,12 @@ const (
 
 // writeStmts are the statements prepared on the writing connection.
 type writeStmts struct {
-	get, condRev, bumpRev, newNS, event, eventPrev, put, add, del *sql.Stmt
-	savepoint, rollback, release                                  *sql.Stmt
+	get, condRev, bumpRev, bumpLive, event, eventPrev, put, add, del *sql.Stmt
+	savepoint, rollback, release                                     *sql.Stmt
 }
 
 func (s *writeStmts) all() []*sql.Stmt {
-	return []*sql.Stmt{s.get, s.condRev, s.bumpRev, s.newNS, s.event, s.eventPrev, s.put, s.add, s.del,
+	return []*sql.Stmt{s.get, s.condRev, s.bumpRev, s.bumpLive, s.event, s.eventPrev, s.put, s.add, s.del,
 		s.savepoint, s.rollback, s.release}
 }
 
@@ -70,7 +70,7 @@ func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&s.get, sqlGet}, {&s.condRev, sqlCondRev}, {&s.bumpRev, sqlBumpRev}, {&s.newNS, sqlNewNS}, {&s.event, sqlEvent},
+		{&s.get, sqlGet}, {&s.condRev, sqlCondRev}, {&s.bumpRev, sqlBumpRev}, {&s.bumpLive, sqlBumpLive}, {&s.event, sqlEvent},
 		{&s.eventPrev, sqlEventPrev}, {&s.put, sqlPut}, {&s.add, sqlAdd}, {&s.del, sqlDelete},
 		{&s.savepoint, sqlSavepoint}, {&s.rollback, sqlRollback}, {&s.release, sqlRelease},
 	} {
@@ -132,14 +132,11 @@ func (w *wtx) apply(ns string, txn *backend.Txn, now time.Time) (backend.Result,
 	if len(txn.Then) == 0 && len(txn.Events) == 0 {
 		return res, nil
 	}
-	var lastEvent int64
-	err := w.stmt(w.s.bumpRev).QueryRowContext(w.ctx, ns, len(txn.Events)).Scan(&res.Revision, &lastEvent)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = w.stmt(w.s.newNS).QueryRowContext(w.ctx, ns, len(txn.Events)).Scan(&res.Revision, &lastEvent)
-	}
+	rev, lastEvent, err := w.bump(ns, len(txn.Events))
 	if err != nil {
-		return backend.Result{}, fmt.Errorf("next revision: %w", err)
+		return backend.Result{}, err
 	}
+	res.Revision = rev
 	id := lastEvent - int64(len(txn.Events))
 	for _, e := range txn.Events {
 		id++
@@ -184,6 +181,19 @@ func (w *wtx) apply(ns string, txn *backend.Txn, now time.Time) (backend.Result,
 		}
 	}
 	return res, nil
+}
+
+// bump takes namespace ns's next revision and events event ids, and
+// returns the revision and the last of the ids.
+func (w *wtx) bump(ns string, events int) (rev, lastEvent int64, err error) {
+	err = w.stmt(w.s.bumpLive).QueryRowContext(w.ctx, ns, events).Scan(&rev, &lastEvent)
+	if errors.Is(err, sql.ErrNoRows) { // the namespace's first commit
+		err = w.stmt(w.s.bumpRev).QueryRowContext(w.ctx, ns, events).Scan(&rev, &lastEvent)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("next revision: %w", err)
+	}
+	return rev, lastEvent, nil
 }
 
 // nullable stores a nil slice as NULL and anything else as a BLOB.
