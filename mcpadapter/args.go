@@ -99,12 +99,18 @@ func parseArgs(t *tool, raw json.RawMessage) (args, error) {
 			return nil, badArg("arguments are not valid JSON: %v", err)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		if !slices.ContainsFunc(t.params, func(p param) bool { return p.name == name }) {
-			return nil, badArg("unexpected argument '%s' (%s)", name, t.takes())
+	for name := range fields {
+		if !t.hasParam(name) {
+			// Name the first unexpected one in sorted order, whatever the
+			// map's order.
+			for _, name := range slices.Sorted(maps.Keys(fields)) {
+				if !t.hasParam(name) {
+					return nil, badArg("unexpected argument '%s' (%s)", name, t.takes())
+				}
+			}
 		}
 	}
-	a := args{}
+	a := make(args, len(fields))
 	for _, p := range t.params {
 		v, ok := fields[p.name]
 		isNull := ok && bytes.Equal(bytes.TrimSpace(v), []byte("null"))

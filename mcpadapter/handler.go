@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,11 @@ func (t *tool) takes() string {
 		names[i] = p.name
 	}
 	return "this tool takes " + strings.Join(names, ", ")
+}
+
+// hasParam reports whether the tool takes a parameter named name.
+func (t *tool) hasParam(name string) bool {
+	return slices.ContainsFunc(t.params, func(p param) bool { return p.name == name })
 }
 
 // serverTool builds the mcp-go tool named prefix+t.name over st.

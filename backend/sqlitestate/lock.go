@@ -32,9 +32,10 @@ func isBusy(err error) bool {
 }
 
 // retryBusy runs f until it returns something other than a busy error, ctx
-// ends or the lock timeout passes, backing off between attempts. The busy
-// timeout already waits inside SQLite; this covers the cases where SQLite
-// gives up early (a lock upgrade that would deadlock).
+// ends or the lock timeout passes, backing off between attempts. The
+// reading connections have no busy timeout: this is where a read waits for
+// a lock, within ctx as well as the lock timeout (so a statement itself
+// never waits, and a point read need not watch ctx: see Get).
 func (d *Driver) retryBusy(ctx context.Context, f func() error) error {
 	deadline := time.Now().Add(d.lockTimeout)
 	wait := time.Millisecond

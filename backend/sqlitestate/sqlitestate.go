@@ -167,8 +167,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Driver, error) {
 		d.w.Close()
 		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, err)
 	}
-	busy := fmt.Sprintf("_busy_timeout=%d&", max(o.LockTimeout.Milliseconds(), 1))
-	if d.r, err = sql.Open("sqlite", base+"?"+busy+common+"&_query_only=1"); err != nil {
+	// Readers, too, wait for a lock in retryBusy, which honours the call's
+	// context as well as the lock timeout: a statement then never waits in
+	// SQLite, so a point read need not be interruptible (see Get).
+	if d.r, err = sql.Open("sqlite", base+"?_busy_timeout=0&"+common+"&_query_only=1"); err != nil {
 		d.w.Close()
 		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, err)
 	}

@@ -19,7 +19,10 @@ const (
 			(SELECT value FROM state_meta WHERE name = 'event_floor') + ?2)
 		ON CONFLICT (ns) DO UPDATE SET rev = rev + 1, event = event + ?2
 		RETURNING rev, event`
-	sqlEvent = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// sqlBumpLive does it with one primary-key update, without the floor
+	// lookups, for a namespace that has its row: no row, no answer.
+	sqlBumpLive = `UPDATE state_namespaces SET rev = rev + 1, event = event + ?2 WHERE ns = ?1 RETURNING rev, event`
+	sqlEvent    = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// sqlEventPrev captures the live value of a record as the event's prev.
 	sqlEventPrev = `INSERT INTO state_events (ns, rev, key, op, value, prev, writer, at, seq) VALUES (?1, ?2, ?3, ?4, ?5,
 		(SELECT value FROM state_records WHERE ns = ?1 AND key = ?6 AND (expires_at IS NULL OR expires_at > ?8)), ?7, ?8, ?9)`
@@ -44,9 +47,22 @@ const (
 	sqlDelete = `DELETE FROM state_records WHERE ns = ? AND key = ?`
 )
 
+// Each write of a batch of several runs under this savepoint (batch.go).
+const (
+	sqlSavepoint = `SAVEPOINT w`
+	sqlRollback  = `ROLLBACK TO w`
+	sqlRelease   = `RELEASE w`
+)
+
 // writeStmts are the statements prepared on the writing connection.
 type writeStmts struct {
-	get, condRev, bumpRev, event, eventPrev, put, add, del *sql.Stmt
+	get, condRev, bumpRev, bumpLive, event, eventPrev, put, add, del *sql.Stmt
+	savepoint, rollback, release                                     *sql.Stmt
+}
+
+func (s *writeStmts) all() []*sql.Stmt {
+	return []*sql.Stmt{s.get, s.condRev, s.bumpRev, s.bumpLive, s.event, s.eventPrev, s.put, s.add, s.del,
+		s.savepoint, s.rollback, s.release}
 }
 
 func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -54,8 +70,9 @@ func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&s.get, sqlGet}, {&s.condRev, sqlCondRev}, {&s.bumpRev, sqlBumpRev}, {&s.event, sqlEvent},
+		{&s.get, sqlGet}, {&s.condRev, sqlCondRev}, {&s.bumpRev, sqlBumpRev}, {&s.bumpLive, sqlBumpLive}, {&s.event, sqlEvent},
 		{&s.eventPrev, sqlEventPrev}, {&s.put, sqlPut}, {&s.add, sqlAdd}, {&s.del, sqlDelete},
+		{&s.savepoint, sqlSavepoint}, {&s.rollback, sqlRollback}, {&s.release, sqlRelease},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -68,7 +85,7 @@ func (s *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 
 func (s *writeStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.get, s.condRev, s.bumpRev, s.event, s.eventPrev, s.put, s.add, s.del} {
+	for _, st := range s.all() {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -115,10 +132,11 @@ func (w *wtx) apply(ns string, txn *backend.Txn, now time.Time) (backend.Result,
 	if len(txn.Then) == 0 && len(txn.Events) == 0 {
 		return res, nil
 	}
-	var lastEvent int64
-	if err := w.stmt(w.s.bumpRev).QueryRowContext(w.ctx, ns, len(txn.Events)).Scan(&res.Revision, &lastEvent); err != nil {
-		return backend.Result{}, fmt.Errorf("next revision: %w", err)
+	rev, lastEvent, err := w.bump(ns, len(txn.Events))
+	if err != nil {
+		return backend.Result{}, err
 	}
+	res.Revision = rev
 	id := lastEvent - int64(len(txn.Events))
 	for _, e := range txn.Events {
 		id++
@@ -163,6 +181,19 @@ func (w *wtx) apply(ns string, txn *backend.Txn, now time.Time) (backend.Result,
 		}
 	}
 	return res, nil
+}
+
+// bump takes namespace ns's next revision and events event ids, and
+// returns the revision and the last of the ids.
+func (w *wtx) bump(ns string, events int) (rev, lastEvent int64, err error) {
+	err = w.stmt(w.s.bumpLive).QueryRowContext(w.ctx, ns, events).Scan(&rev, &lastEvent)
+	if errors.Is(err, sql.ErrNoRows) { // the namespace's first commit
+		err = w.stmt(w.s.bumpRev).QueryRowContext(w.ctx, ns, events).Scan(&rev, &lastEvent)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("next revision: %w", err)
+	}
+	return rev, lastEvent, nil
 }
 
 // nullable stores a nil slice as NULL and anything else as a BLOB.
@@ -232,5 +263,7 @@ func (d *Driver) Update(ctx context.Context, q *backend.GetQuery, fn func([]back
 }
 
 // errRejected marks a request whose own logic refused to write; its
-// savepoint is rolled back like a failed one, but it is not a failure.
+// savepoint is rolled back like a failed one, but it is not a failure. A
+// work returns it only before it changed anything: the batcher runs works
+// without savepoints first and keeps the changes of the others (runTx).
 var errRejected = errors.New("rejected by caller")
