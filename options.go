@@ -52,6 +52,13 @@ type Options struct {
 	// LeasePollInterval is the longest a blocking Acquire waits before trying
 	// again. Defaults to 100 milliseconds.
 	LeasePollInterval time.Duration
+	// WaitPollInterval is how often a namespace that someone waits on
+	// (Watch, WaitKey, WaitRun) is checked for changes made by other
+	// processes when the backend cannot notify them (backend.Notifier);
+	// with a backend that can, it is checked every ten intervals, as a
+	// safety net for a lost notification. Writes through the same Store
+	// wake their waiters at once either way. Defaults to 100 milliseconds.
+	WaitPollInterval time.Duration
 }
 
 // Limits bound the size of inputs; larger inputs are rejected with a
@@ -82,6 +89,7 @@ const (
 	DefaultHistoryMaxAge     = 7 * 24 * time.Hour
 	DefaultHistoryMaxEvents  = 100_000
 	DefaultLeasePoll         = 100 * time.Millisecond
+	DefaultWaitPoll          = 100 * time.Millisecond
 	DefaultMaxKeyBytes       = 1024
 	DefaultMaxIDBytes        = 256
 	DefaultMaxValueBytes     = 1 << 20
@@ -121,6 +129,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.LeasePollInterval <= 0 {
 		r.LeasePollInterval = DefaultLeasePoll
+	}
+	if r.WaitPollInterval <= 0 {
+		r.WaitPollInterval = DefaultWaitPoll
 	}
 	l := &r.Limits
 	if l.MaxKeyBytes <= 0 {
