@@ -31,7 +31,7 @@ const tailLinger = 30 * time.Second
 
 // recheckEvery is how many poll intervals a waiter waits before it reads
 // what it waits on again without being woken.
-const recheckEvery = 50
+const recheckEvery = 300
 
 // hub holds a store's tails.
 type hub struct {

@@ -37,6 +37,10 @@ func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
 	}
 	open := "{" + d.prefix + ":"
 	ps := d.rdb.PSubscribe(ctx, globEscape(open)+"*}"+changesSuffix)
+	// A client without ContextTimeoutEnabled does not end a blocked read
+	// when ctx ends: closing the subscription does.
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	defer stop()
 	defer ps.Close()
 	subscribed := false
 	for {

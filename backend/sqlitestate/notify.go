@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/statesidecar/state/backend"
@@ -15,11 +16,13 @@ var (
 )
 
 // Notify implements backend.Notifier with one cheap check, however many
-// wait: on a connection of its own, every Options.ChangeInterval, it reads
-// PRAGMA data_version, which changes when any other connection (of this
-// process or another) has committed to the file. It reads the file's
-// header in shared memory, not the tables, so an idle check costs
-// microseconds. SQLite does not say which namespace changed, so a change
+// wait. Every Options.ChangeInterval it looks at the size and modification
+// time of the write-ahead log (one stat system call): every commit, of this
+// process or another, appends to it. Every twentieth interval, and
+// whenever the log looks changed, it also reads PRAGMA data_version on a
+// connection of its own, which SQLite changes when any other connection
+// has committed: the authoritative check, for a commit the file times
+// could hide. SQLite does not say which namespace changed, so a change
 // calls fn(""); package state then reads the history of the namespaces
 // that have waiters.
 func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
@@ -44,18 +47,24 @@ func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
 		return ctxOr(ctx, fmt.Errorf("sqlitestate: notify: %w", err))
 	}
 	defer stmt.Close()
-	var last int64
-	if err := stmt.QueryRowContext(ctx).Scan(&last); err != nil {
+	var version int64
+	if err := stmt.QueryRowContext(ctx).Scan(&version); err != nil {
 		return ctxOr(ctx, fmt.Errorf("sqlitestate: notify: %w", err))
 	}
+	wal := walStamp(d.path)
 	tick := time.NewTicker(d.changeEvery)
 	defer tick.Stop()
-	for {
+	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
 		}
+		w := walStamp(d.path)
+		if w == wal && n%20 != 0 {
+			continue
+		}
+		wal = w
 		var v int64
 		if err := stmt.QueryRowContext(ctx).Scan(&v); err != nil {
 			if ctx.Err() != nil {
@@ -64,11 +73,21 @@ func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
 			fn("") // cannot tell: let the waiters look
 			continue
 		}
-		if v != last {
-			last = v
+		if v != version {
+			version = v
 			fn("")
 		}
 	}
+}
+
+// walStamp is the size and modification time of the database's
+// write-ahead log, or zero when it cannot be read.
+func walStamp(path string) [2]int64 {
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		return [2]int64{}
+	}
+	return [2]int64{fi.Size(), fi.ModTime().UnixNano()}
 }
 
 // ctxOr returns ctx's error if it ended, else err.

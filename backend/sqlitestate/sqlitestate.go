@@ -69,7 +69,9 @@ type Options struct {
 	// ChangeInterval is how often the store's change check (Notify) asks
 	// SQLite whether another connection committed, on a connection of its
 	// own, while anyone waits for a change: a process that waits learns of
-	// another process's write within this interval. Defaults to 5 ms.
+	// another process's write within this interval. Defaults to 25 ms: a
+	// timer that fires more often costs an idle process more CPU than the
+	// check itself.
 	ChangeInterval time.Duration
 }
 
@@ -121,7 +123,7 @@ const (
 	DefaultMmapSize = 1 << 30
 	DefaultCacheKiB = 8192
 	// DefaultChangeInterval is the default of Options.ChangeInterval.
-	DefaultChangeInterval = 5 * time.Millisecond
+	DefaultChangeInterval = 25 * time.Millisecond
 )
 
 // Driver is a backend.Driver over one SQLite file. Create one with Open.
