@@ -30,8 +30,11 @@ const tailPage = 256
 const tailLinger = 30 * time.Second
 
 // recheckEvery is how many poll intervals a waiter waits before it reads
-// what it waits on again without being woken.
-const recheckEvery = 300
+// what it waits on again without being woken: a minute by default, longer
+// than a tool's long-poll, since the tail's poll already catches a lost
+// notification and a thousand waiters reading every few seconds would cost
+// an idle process more than everything else.
+const recheckEvery = 600
 
 // hub holds a store's tails.
 type hub struct {
