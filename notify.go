@@ -45,7 +45,9 @@ type hub struct {
 	consecutive bool
 	mu          sync.Mutex
 	tails       map[string]*tail
-	notified    bool // the notifier has been started
+	notified    bool          // the notifier has been started
+	armed       chan struct{} // closed once the notifier listens, or gave up
+	arm         func()        // closes armed, once
 	wg          sync.WaitGroup
 	parked      atomic.Int64 // waiters blocked in wait
 }
@@ -69,7 +71,8 @@ type waiter struct {
 }
 
 func newHub(c *core, d backend.Driver) *hub {
-	h := &hub{c: c, tails: map[string]*tail{}}
+	h := &hub{c: c, tails: map[string]*tail{}, armed: make(chan struct{})}
+	h.arm = sync.OnceFunc(func() { close(h.armed) })
 	h.notifier, _ = d.(backend.Notifier)
 	if ch, ok := d.(backend.ConsecutiveHistory); ok {
 		h.consecutive = ch.ConsecutiveHistory()
@@ -110,8 +113,9 @@ func (t *tail) kicked() {
 }
 
 // subscribe registers a waiter on ns woken by the events match accepts (all
-// when match is nil). It returns once the tail knows where history stands,
-// so that every event appended after subscribe returns wakes the waiter.
+// when match is nil). It returns once the tail knows where history stands
+// and the driver's notifier listens, so that every event appended after
+// subscribe returns wakes the waiter.
 func (h *hub) subscribe(ctx context.Context, ns string, match func(backend.Event) bool) (*waiter, error) {
 	h.mu.Lock()
 	if h.c.bg.Err() != nil {
@@ -130,17 +134,26 @@ func (h *hub) subscribe(ctx context.Context, ns string, match func(backend.Event
 	}
 	w := &waiter{t: t, match: match, wake: make(chan struct{}, 1)}
 	t.subs[w] = struct{}{}
-	h.mu.Unlock()
-	select {
-	case <-t.ready:
-		return w, nil
-	case <-ctx.Done():
-		h.unsubscribe(w)
-		return nil, ctx.Err()
-	case <-h.c.bg.Done():
-		h.unsubscribe(w)
-		return nil, ErrClosed
+	armed := h.armed
+	if !h.notified {
+		armed = nil // no notifier: nothing to wait for
 	}
+	h.mu.Unlock()
+	for _, ch := range []chan struct{}{t.ready, armed} {
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			h.unsubscribe(w)
+			return nil, ctx.Err()
+		case <-h.c.bg.Done():
+			h.unsubscribe(w)
+			return nil, ErrClosed
+		}
+	}
+	return w, nil
 }
 
 func (h *hub) unsubscribe(w *waiter) {
@@ -155,7 +168,11 @@ func (h *hub) unsubscribe(w *waiter) {
 // notify runs the driver's notifier until the store closes. If it fails,
 // the tails' polling carries on alone.
 func (h *hub) notify() {
-	err := h.notifier.Notify(h.c.bg, h.poke)
+	defer h.arm()
+	err := h.notifier.Notify(h.c.bg, func(ns string) {
+		h.arm()
+		h.poke(ns)
+	})
 	if err != nil && h.c.bg.Err() == nil {
 		h.c.opts.Logger.Warn("state: change notifications stopped; waiters fall back to polling", "err", err)
 		h.mu.Lock()

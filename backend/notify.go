@@ -8,9 +8,11 @@ import "context"
 // poller (SQLite's data_version), a publish from the write scripts (Redis
 // pub/sub) or a notification sent on commit (PostgreSQL LISTEN/NOTIFY).
 //
-// Notify calls fn with the namespace of every commit that wrote something or
-// appended events, and of every Reset, soon after it is visible to reads,
-// until ctx ends; then it returns ctx's error. It calls fn with "" when any
+// Notify first calls fn("") as soon as it listens, and from then on calls
+// fn with the namespace of every commit that wrote something or appended
+// events, and of every Reset, soon after it is visible to reads, until ctx
+// ends; then it returns ctx's error. (Package state waits for that first
+// call before it lets a waiter wait, so that no commit falls between.) It calls fn with "" when any
 // namespace may have changed without it knowing which, such as after it
 // reconnected and may have missed notifications. It may call fn for a
 // namespace that did not change, and more than once for one commit, but it

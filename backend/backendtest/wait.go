@@ -161,11 +161,11 @@ func waitCases() []testCase[storeEnv] {
 		}},
 		{"WaitKeyRespectsTheDeadline", func(t *testing.T, e storeEnv) {
 			is := is.New(t)
-			_, err := e.st.Set(ctx, "k", 1)
+			first, err := e.st.Set(ctx, "k", 1)
 			is.NoErr(err)
 			dctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 			defer cancel()
-			_, err = e.st.WaitKey(dctx, "k", 1<<40)
+			_, err = e.st.WaitKey(dctx, "k", first.Version)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("want context.DeadlineExceeded, got %v", err)
 			}

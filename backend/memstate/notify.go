@@ -32,6 +32,7 @@ func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
 	l.next++
 	l.fns[id] = fn
 	l.mu.Unlock()
+	fn("") // listening
 	<-ctx.Done()
 	l.mu.Lock()
 	delete(l.fns, id)

@@ -42,7 +42,6 @@ func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
 	defer stop()
 	defer ps.Close()
-	subscribed := false
 	for {
 		msg, err := ps.Receive(ctx)
 		if ctx.Err() != nil {
@@ -53,10 +52,9 @@ func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
 			ns := strings.TrimSuffix(strings.TrimPrefix(m.Channel, open), "}"+changesSuffix)
 			fn(ns)
 		case *redis.Subscription:
-			if subscribed {
-				fn("") // subscribed again after a reconnection: messages may be lost
-			}
-			subscribed = true
+			// Listening: at first, and again after a reconnection, when
+			// messages published meanwhile are lost.
+			fn("")
 		}
 		if err != nil {
 			fn("")

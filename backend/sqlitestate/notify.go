@@ -49,6 +49,7 @@ func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
 	if err := stmt.QueryRowContext(ctx).Scan(&version); err != nil {
 		return ctxOr(ctx, fmt.Errorf("sqlitestate: notify: %w", err))
 	}
+	fn("") // listening: every later commit changes the version
 	tick := time.NewTicker(d.changeEvery)
 	defer tick.Stop()
 	for {
