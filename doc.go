@@ -57,6 +57,16 @@
 // trimmed by age when swept ([Options]). [Store.Health]
 // counts what a namespace holds; [Store.Reset] wipes it.
 //
+// Waiting for change needs no polling loop: [Store.WaitKey] returns once
+// an entry is newer than a version, [Store.WaitRun] once a run reaches a
+// status, and [Store.Watch] yields the history events after a position, in
+// order and without gaps, resumable after a break. A store follows each
+// namespace someone waits on with one history reader, woken by the store's
+// own writes at once and by other processes' writes through the backend
+// (SQLite's data_version, Redis pub/sub; a poll every
+// Options.WaitPollInterval where the backend cannot tell), so a thousand
+// waiters cost the backend what one does.
+//
 // [Store.Namespace] narrows a store: everything is isolated per namespace.
 // [Store.StateTool] exposes the seven operations of the McpStateTool
 // interface that agent frameworks define.

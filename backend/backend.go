@@ -8,7 +8,8 @@
 // Everything the state package promises about key-value entries, workflows,
 // leases, sessions and history is built once, in package state, on these
 // primitives. Drivers may additionally implement the optional interfaces in
-// optional.go to offer faster native paths; package state falls back to the
+// optional.go to offer faster native paths, and those of notify.go to wake
+// waiters without polling; package state falls back to the
 // primitives when they are absent.
 //
 // # Time

@@ -28,6 +28,7 @@ const TOOLS = [
   'sidecar_health', 'sidecar_reset',
   'session_save', 'session_restore',
   'history_log',
+  'state_wait', 'workflow_wait',
 ];
 
 // 2^53 + 1: a JavaScript number cannot hold it, so JSON.stringify cannot
@@ -69,7 +70,7 @@ async function structured(client, name, args) {
 }
 
 async function exercise(client, label) {
-  // Tool list: the 19 Python names, each with an output schema and honest annotations.
+  // Tool list: the 19 Python names and the two long-polls, each with an output schema and honest annotations.
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [...TOOLS].sort());
   for (const t of tools) {
@@ -116,6 +117,34 @@ async function exercise(client, label) {
   assert.deepEqual(resume.step_outputs, { 1: { files: 12 } });
   assert.equal(resume.meta.status, 'running');
 
+  // Long-polls: a wait that a write ends, waits that time out, and a run
+  // wait that the run's last checkpoint ends.
+  const waitKey = `interop/wait/${label}`;
+  const first = await structured(client, 'state_set', { key: waitKey, value: 1 });
+  const pending = structured(client, 'state_wait', { key: waitKey, after_version: first.version, timeout_seconds: 30 });
+  await structured(client, 'state_set', { key: waitKey, value: 2 });
+  const woke = await pending;
+  assert.equal(woke.changed, true);
+  assert.equal(woke.value, 2);
+  const idle = await structured(client, 'state_wait', { key: waitKey, after_version: woke.version, timeout_seconds: 0.2 });
+  assert.equal(idle.changed, false);
+  assert.equal(idle.version, woke.version);
+  const running = await structured(client, 'workflow_wait', { run_id: run.run_id, until: ['running'], timeout_seconds: 5 });
+  assert.equal(running.reached, true);
+  const notYet = await structured(client, 'workflow_wait', { run_id: run.run_id, timeout_seconds: 0.2 });
+  assert.equal(notYet.reached, false);
+  assert.equal(notYet.status, 'running');
+  const finishing = structured(client, 'workflow_wait', { run_id: run.run_id, until: ['done', 'failed'], timeout_seconds: 30 });
+  await structured(client, 'workflow_checkpoint', {
+    run_id: run.run_id, step: 2, output: { verdict: 'ok' }, agent_id: `${label}-worker`, fence: claim.fence, status: 'done',
+  });
+  const finished = await finishing;
+  assert.equal(finished.reached, true);
+  assert.equal(finished.status, 'done');
+  const badWait = await client.callTool({ name: 'state_wait', arguments: { key: waitKey, timeout_seconds: 61 } });
+  assert.equal(badWait.isError, true);
+  assert.match(badWait.content[0].text, /timeout_seconds/);
+
   // Fan-out/fan-in: a join parent waits until its children are done or failed.
   const parent = await structured(client, 'workflow_create', { name: `aggregate-${label}`, join: true, idempotency_key: `fanout-${label}-${Date.now()}` });
   assert.equal(parent.status, 'waiting');
@@ -141,11 +170,11 @@ async function exercise(client, label) {
 
   // An idempotent create: the retry returns the same run.
   const idem = { name: `refund-${label}`, idempotency_key: `refund-${label}-${Date.now()}` };
-  const first = await structured(client, 'workflow_create', idem);
+  const made = await structured(client, 'workflow_create', idem);
   const retry = await structured(client, 'workflow_create', idem);
-  assert.equal(retry.run_id, first.run_id);
+  assert.equal(retry.run_id, made.run_id);
   assert.equal(retry.replayed, true);
-  const plain = await structured(client, 'workflow_status', { run_id: first.run_id });
+  const plain = await structured(client, 'workflow_status', { run_id: made.run_id });
   assert.equal(plain.children, null);
 
   // Lease.
