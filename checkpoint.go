@@ -77,6 +77,9 @@ func (s *Store) checkpoint(ctx context.Context, id string, step int64, output an
 			}
 			return nil, &ClaimError{Status: st, Holder: v.AgentID}
 		}
+		if st == StatusWaiting {
+			return nil, &ClaimError{Status: st} // claim it once its children finished
+		}
 		if err := checkHolder(o, v, nowMs); err != nil {
 			return nil, err
 		}

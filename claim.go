@@ -41,8 +41,9 @@ type Claim struct {
 //     ErrClaimed, naming the holder.
 //   - A claimed or running run whose claim expired can be claimed by anyone:
 //     attempt + 1, a greater fence, last step and outputs kept.
-//   - A done or failed run gives a *ClaimError matching ErrFinished; an
-//     unknown run an error matching ErrNotFound.
+//   - A done or failed run gives a *ClaimError matching ErrFinished; a
+//     join parent waiting for its children (StatusWaiting) one matching
+//     ErrWaiting; an unknown run an error matching ErrNotFound.
 func (s *Store) ClaimRun(ctx context.Context, id, agentID string, opts ...Option) (Claim, error) {
 	c, err := withOptions("ClaimRun", opts, func(o callOptions) (Claim, error) { return s.claimRun(ctx, id, agentID, o) })
 	return c, wrap("workflow.claim", id, err)
@@ -73,7 +74,7 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 	var out Claim
 	err := s.updateRun(ctx, id, nil, func(v *layout.RunValue, _ []backend.Record, now time.Time) (*backend.Txn, error) {
 		st := Status(v.Status)
-		if st.Finished() {
+		if st.Finished() || st == StatusWaiting {
 			return nil, &ClaimError{Status: st, Holder: v.AgentID}
 		}
 		nowMs := layout.Ms(now)
@@ -129,7 +130,7 @@ func (s *Store) claimNative(ctx context.Context, c backend.Claimer, id, agent st
 		return Claim{}, err
 	}
 	switch res.Outcome {
-	case backend.ClaimFinished, backend.ClaimHeld:
+	case backend.ClaimFinished, backend.ClaimHeld, backend.ClaimWaiting:
 		return Claim{}, &ClaimError{Status: Status(v.Status), Holder: v.AgentID}
 	case backend.ClaimAcquired, backend.ClaimRenewed:
 		return Claim{Run: runOf(id, v, layout.Ms(res.Now)), Fence: v.Fence, Attempt: v.Attempt,

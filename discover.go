@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/statesidecar/state/backend"
 	"github.com/statesidecar/state/internal/layout"
@@ -39,7 +40,12 @@ func (s *Store) DiscoverRuns(ctx context.Context, q RunQuery) (RunPage, error) {
 
 func (s *Store) discover(ctx context.Context, q RunQuery) (RunPage, error) {
 	if q.Status != "" && !q.Status.Valid() {
-		return RunPage{}, invalid("status", "must be one of created, claimed, running, done, failed; got %q", q.Status)
+		return RunPage{}, invalid("status", "must be one of %s; got %q", statusList(), q.Status)
+	}
+	if q.ParentID != "" {
+		if err := s.checkRunID(q.ParentID); err != nil {
+			return RunPage{}, invalid("parent_run_id", "%s", err.(*FieldError).Problem)
+		}
 	}
 	if err := s.checkTags(q.Tags); err != nil {
 		return RunPage{}, err
@@ -115,6 +121,9 @@ func (q *RunQuery) matches(r *Run) bool {
 	if q.Claimable && !r.Claimable {
 		return false
 	}
+	if q.ParentID != "" && r.ParentID != q.ParentID {
+		return false
+	}
 	for k, v := range q.Tags {
 		if tv, ok := r.Tags[k]; !ok || tv != v {
 			return false
@@ -131,13 +140,20 @@ func (q *RunQuery) candidates() []string {
 	open := q.Claimable || (q.Status != "" && !q.Status.Finished())
 	switch {
 	case q.Claimable: // the open indexes only: a claimable run never moves in them
-		if len(tags) == 0 {
+		if len(tags) == 0 && q.ParentID == "" {
 			out = append(out, layout.IndexOpen)
 		}
 	case q.Status != "":
 		out = append(out, layout.StatusIndex(layout.StatusBucket(string(q.Status))))
-	case len(tags) == 0:
+	case len(tags) == 0 && q.ParentID == "":
 		out = append(out, layout.IndexAll)
+	}
+	if q.ParentID != "" {
+		if open {
+			out = append(out, layout.OpenChildIndex(q.ParentID))
+		} else {
+			out = append(out, layout.ChildIndex(q.ParentID))
+		}
 	}
 	for _, k := range tags {
 		if open {
@@ -201,4 +217,13 @@ func (s *Store) runSource(ctx context.Context, candidates []string, after string
 		}
 	}
 	return best, nil
+}
+
+// statusList names every status, for messages.
+func statusList() string {
+	names := make([]string, len(Statuses))
+	for i, st := range Statuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
 }

@@ -35,6 +35,16 @@ var (
 	ErrClaimed = errors.New("workflow claimed by another agent")
 	// ErrFinished: the run is done or failed; a *ClaimError names its status.
 	ErrFinished = errors.New("workflow already finished")
+	// ErrWaiting: the run is a join parent waiting for its children to
+	// finish (StatusWaiting); a *ClaimError names its status.
+	ErrWaiting = errors.New("workflow waiting for its children to finish")
+	// ErrParentNotFound: the parent named by WithParent does not exist; a
+	// *ParentError names it.
+	ErrParentNotFound = errors.New("parent run not found")
+	// ErrParentFinished: the parent named by WithParent is done or failed,
+	// or is a join parent that was released and claimed by its aggregator
+	// (it takes no more children); a *ParentError names it.
+	ErrParentFinished = errors.New("parent run takes no more children")
 )
 
 // An Error records a failed Store operation and the key it concerned.
@@ -110,7 +120,8 @@ func (e *HeldError) Error() string { return fmt.Sprintf("Held by '%s'", e.Holder
 func (e *HeldError) Unwrap() error { return ErrLeaseHeld }
 
 // A ClaimError reports why a run cannot be claimed or written. It matches
-// ErrFinished when the run is done or failed, and ErrClaimed otherwise.
+// ErrFinished when the run is done or failed, ErrWaiting when it is a join
+// parent waiting for its children, and ErrClaimed otherwise.
 type ClaimError struct {
 	Status Status
 	// Holder is the agent holding or having finished the run, or "".
@@ -124,15 +135,49 @@ func (e *ClaimError) Error() string {
 	if h == "" {
 		h = "None"
 	}
+	if e.Status == StatusWaiting {
+		return fmt.Sprintf("Workflow is in status '%s' (agent: %s): a join parent waiting for its children to finish", e.Status, h)
+	}
 	return fmt.Sprintf("Workflow is in status '%s' (agent: %s)", e.Status, h)
 }
 
-// Unwrap returns ErrFinished or ErrClaimed.
+// Unwrap returns ErrFinished, ErrWaiting or ErrClaimed.
 func (e *ClaimError) Unwrap() error {
-	if e.Status.Finished() {
+	switch {
+	case e.Status.Finished():
 		return ErrFinished
+	case e.Status == StatusWaiting:
+		return ErrWaiting
 	}
 	return ErrClaimed
+}
+
+// A ParentError reports why a run cannot be created under the parent
+// WithParent named. It matches ErrParentNotFound when the parent does not
+// exist and ErrParentFinished otherwise.
+type ParentError struct {
+	ParentID string
+	// Status is the parent's status; "" when it does not exist.
+	Status Status
+}
+
+// Error implements error.
+func (e *ParentError) Error() string {
+	switch {
+	case e.Status == "":
+		return fmt.Sprintf("parent_run_id %q: no such run", e.ParentID)
+	case e.Status.Finished():
+		return fmt.Sprintf("parent_run_id %q: the parent is %s and takes no more children", e.ParentID, e.Status)
+	}
+	return fmt.Sprintf("parent_run_id %q: the join parent was released to its aggregator (status %s) and takes no more children; create another join parent", e.ParentID, e.Status)
+}
+
+// Unwrap returns ErrParentNotFound or ErrParentFinished.
+func (e *ParentError) Unwrap() error {
+	if e.Status == "" {
+		return ErrParentNotFound
+	}
+	return ErrParentFinished
 }
 
 // A NotHeldError reports that the caller does not hold the lease or claim

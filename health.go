@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -68,7 +67,7 @@ func (s *Store) health(ctx context.Context, h *Health) error {
 	h.Keys, h.Leases, h.Sessions, h.Events = c.Prefixes[0], c.Prefixes[1], c.Prefixes[2], c.Events
 	// Runs are counted by status as they change (see internal/layout), so
 	// counting them reads five records however many runs there are.
-	counters := append(slices.Clone(layout.Buckets), layout.Claimed)
+	counters := layout.Counters
 	keys := make([]string, len(counters))
 	for i, c := range counters {
 		keys[i] = layout.StatusCount(c)
@@ -85,7 +84,7 @@ func (s *Store) health(ctx context.Context, h *Health) error {
 	}
 	h.RunsByStatus[StatusCreated] = n[layout.Unstarted] - n[layout.Claimed]
 	h.RunsByStatus[StatusClaimed] = n[layout.Claimed]
-	for _, st := range []Status{StatusRunning, StatusDone, StatusFailed} {
+	for _, st := range []Status{StatusWaiting, StatusRunning, StatusDone, StatusFailed} {
 		h.RunsByStatus[st] = n[string(st)]
 	}
 	for _, c := range layout.Buckets {
@@ -130,8 +129,8 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Reset wipes everything in the store's namespace (entries, runs, leases,
 // sessions and history) in one atomic step and returns how many records it
-// cleared: entries, runs, step outputs, leases, sessions and history entries,
-// expired ones included. Lease fences keep increasing after a Reset.
+// cleared: entries, runs, step outputs, leases, sessions, idempotency keys,
+// effects (Once) and history entries, expired ones included. Lease fences keep increasing after a Reset.
 func (s *Store) Reset(ctx context.Context) (int64, error) {
 	done, err := s.enter()
 	if err != nil {
@@ -139,7 +138,8 @@ func (s *Store) Reset(ctx context.Context) (int64, error) {
 	}
 	defer done()
 	r, err := s.c.drv.Reset(ctx, &backend.ResetQuery{NS: s.ns, CountPrefixes: []string{
-		layout.KVPrefix, layout.RunPrefix, layout.OutputPrefix, layout.LeasePrefix, layout.SessionPrefix}})
+		layout.KVPrefix, layout.RunPrefix, layout.OutputPrefix, layout.LeasePrefix, layout.SessionPrefix,
+		layout.IdemPrefix, layout.EffectPrefix}})
 	if err != nil {
 		return 0, wrap("reset", "", err)
 	}

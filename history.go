@@ -29,9 +29,17 @@ const (
 //	session.save, session.delete          Value/Prev: the snapshot's size in bytes
 //	kv.import, session.import,            Value: the imported record, as kv.set, session.save,
 //	lease.import, workflow.import         lease.acquire and workflow.create record it (import.go)
+//	workflow.link                         on the parent: Value {"child_run_id"} (the child's
+//	                                      workflow.create has its parent_run_id)
+//	workflow.join, workflow.rejoin        on a join parent: released to created when its last
+//	                                      child finished / back to waiting (children.go)
+//	workflow.replay                       CreateRun with a known idempotency key: Value
+//	                                      {"idempotency_key"}
+//	once.start, once.done                 Once took the lease on an effect / recorded its
+//	                                      result (Value: the result)
 //
-// Key is the entry's key, the run id, the lease's resource id or the
-// session id.
+// Key is the entry's key, the run id, the lease's resource id, the session
+// id or the effect's key.
 type Event struct {
 	// ID increases with every event of the namespace.
 	ID int64

@@ -18,6 +18,9 @@ const (
 	optStatus
 	optLimit
 	optCursor
+	optParent
+	optJoin
+	optIdem
 )
 
 // optionNames names each option as its constructor and as the MCP tools
@@ -31,6 +34,9 @@ var optionNames = [...]struct{ fn, field string }{
 	{"WithStatus", "status"},
 	{"WithLimit", "limit"},
 	{"WithCursor", "cursor"},
+	{"WithParent", "parent_run_id"},
+	{"WithJoin", "join"},
+	{"WithIdempotencyKey", "idempotency_key"},
 }
 
 // honours says which options each method honours. An option outside a
@@ -43,12 +49,13 @@ var honours = map[string]optionSet{
 	"SetMany":       optTTL | optAgent,
 	"SaveSession":   optTTL | optAgent | optVersion,
 	"DeleteSession": optAgent | optVersion,
-	"CreateRun":     optAgent,
+	"CreateRun":     optAgent | optParent | optJoin | optIdem,
 	"ListRuns":      optLimit | optCursor,
 	"ClaimRun":      optClaimTTL,
 	"Checkpoint":    optAgent | optFence | optStatus,
 	"CompleteRun":   optAgent | optFence,
 	"FailRun":       optAgent | optFence,
+	"Once":          optTTL | optClaimTTL,
 }
 
 // has reports whether the option o was given.

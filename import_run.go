@@ -77,7 +77,7 @@ func (s *Store) importRun(ctx context.Context, r ImportedRun) (Run, bool, error)
 		return Run{}, false, err
 	}
 	switch {
-	case !r.Status.Valid():
+	case !r.Status.Valid() || r.Status == StatusWaiting:
 		return Run{}, false, invalid("status", "must be one of created, claimed, running, done, failed, got %q", r.Status)
 	case r.Status == StatusCreated && r.AgentID != "":
 		return Run{}, false, invalid("agent_id", "must be empty for a created run (a created run has no claim), got %q", r.AgentID)
@@ -151,7 +151,7 @@ func (s *Store) importRun(ctx context.Context, r ImportedRun) (Run, bool, error)
 	txn := &backend.Txn{
 		If: absent,
 		Then: append([]backend.Op{{Kind: backend.OpPut, Key: layout.Run(r.ID), Value: val, Time: stamp}},
-			countOps("", v.Status, stamp)...),
+			countOps(v, "", v.Status, stamp)...),
 		Events: []backend.Event{{Key: r.ID, Op: "workflow.import", Value: layout.EventOf(v, nil), Writer: r.AgentID}},
 	}
 	for _, k := range v.IndexKeys(r.ID) {

@@ -49,9 +49,15 @@ type Options struct {
 	// Tracer, if set, brackets every backend call with a context (for
 	// tracing: package otelstate gives each call a span).
 	Tracer Tracer
-	// LeasePollInterval is the longest a blocking Acquire waits before trying
-	// again. Defaults to 100 milliseconds.
+	// LeasePollInterval is the longest a blocking Acquire, or a Once
+	// waiting for another caller's effect, waits before trying again.
+	// Defaults to 100 milliseconds.
 	LeasePollInterval time.Duration
+	// IdempotencyWindow is how long an idempotency key of CreateRun
+	// (WithIdempotencyKey) keeps returning the run it made, and how long
+	// Once keeps a recorded result unless the call says (WithTTL).
+	// Defaults to 24 hours.
+	IdempotencyWindow time.Duration
 }
 
 // Limits bound the size of inputs; larger inputs are rejected with a
@@ -82,6 +88,7 @@ const (
 	DefaultHistoryMaxAge     = 7 * 24 * time.Hour
 	DefaultHistoryMaxEvents  = 100_000
 	DefaultLeasePoll         = 100 * time.Millisecond
+	DefaultIdempotencyWindow = 24 * time.Hour
 	DefaultMaxKeyBytes       = 1024
 	DefaultMaxIDBytes        = 256
 	DefaultMaxValueBytes     = 1 << 20
@@ -122,6 +129,10 @@ func (o *Options) withDefaults() Options {
 	if r.LeasePollInterval <= 0 {
 		r.LeasePollInterval = DefaultLeasePoll
 	}
+	if r.IdempotencyWindow <= 0 {
+		r.IdempotencyWindow = DefaultIdempotencyWindow
+	}
+	r.IdempotencyWindow = roundTTL(r.IdempotencyWindow)
 	l := &r.Limits
 	if l.MaxKeyBytes <= 0 {
 		l.MaxKeyBytes = DefaultMaxKeyBytes
@@ -158,6 +169,9 @@ type callOptions struct {
 	status    Status
 	limit     int
 	cursor    string
+	parent    string
+	join      bool
+	idem      string
 }
 
 // WithTTL makes a key-value entry or session expire ttl after the write. It
@@ -215,4 +229,30 @@ func WithLimit(n int) Option {
 // WithCursor continues a listing after the page that returned cursor.
 func WithCursor(cursor string) Option {
 	return func(o *callOptions) { o.set |= optCursor; o.cursor = cursor }
+}
+
+// WithParent creates a run (CreateRun) as a child of run parentID, which
+// must exist and be open (ErrParentNotFound, ErrParentFinished otherwise).
+// The child is listed by DiscoverRuns with RunQuery.ParentID, and counted
+// in its parent's Run.Children.
+func WithParent(parentID string) Option {
+	return func(o *callOptions) { o.set |= optParent; o.parent = parentID }
+}
+
+// WithJoin creates a join parent (CreateRun): a run that waits
+// (StatusWaiting, not claimable) until it has children and every one of
+// them has finished, done or failed; then it is created and claimable like
+// a fresh run, so that exactly one aggregator claims it. See children.go
+// for children created after the join released.
+func WithJoin() Option {
+	return func(o *callOptions) { o.set |= optJoin; o.join = true }
+}
+
+// WithIdempotencyKey makes CreateRun idempotent: while the key is
+// remembered (Options.IdempotencyWindow, per namespace), a CreateRun with
+// the same key creates nothing and returns the run the first one made,
+// with Run.Replayed set. The key identifies the request: the name, tags
+// and parent of a replay are not compared with the first call's.
+func WithIdempotencyKey(key string) Option {
+	return func(o *callOptions) { o.set |= optIdem; o.idem = key }
 }

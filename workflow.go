@@ -22,7 +22,8 @@ const (
 )
 
 // Status is the lifecycle state of a workflow run:
-// created → claimed → running → done | failed.
+// created → claimed → running → done | failed. A join parent (WithJoin)
+// starts waiting and becomes created when its last child finishes.
 type Status string
 
 // The statuses of a run.
@@ -32,12 +33,16 @@ const (
 	StatusRunning Status = "running"
 	StatusDone    Status = "done"
 	StatusFailed  Status = "failed"
+	// StatusWaiting is the status of a join parent (WithJoin) while it has
+	// no children yet or some of them are still open: it cannot be claimed
+	// (a *ClaimError matching ErrWaiting) until the last one finishes.
+	StatusWaiting Status = "waiting"
 )
 
 // Statuses lists every status in lifecycle order.
-var Statuses = []Status{StatusCreated, StatusClaimed, StatusRunning, StatusDone, StatusFailed}
+var Statuses = []Status{StatusWaiting, StatusCreated, StatusClaimed, StatusRunning, StatusDone, StatusFailed}
 
-// Valid reports whether s is one of the five statuses.
+// Valid reports whether s is one of the six statuses.
 func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 
 // Finished reports whether s is done or failed.
@@ -68,6 +73,16 @@ type Run struct {
 	// Claimable reports whether a ClaimRun by any agent would succeed: the
 	// run is created, or claimed or running with its claim expired.
 	Claimable bool
+	// ParentID is the id of the run's parent (WithParent), or "".
+	ParentID string
+	// Join is set on a parent created to join its children (WithJoin).
+	Join bool
+	// Children counts the run's children by status. GetRun sets it for a
+	// run that has children; it is nil otherwise, and in listings.
+	Children map[Status]int64
+	// Replayed is set by CreateRun when its idempotency key had already
+	// made this run (WithIdempotencyKey): nothing was created.
+	Replayed bool
 }
 
 // A RunPage is one page of runs, newest first.
@@ -85,6 +100,8 @@ type RunQuery struct {
 	Status Status
 	// Claimable selects runs that can be claimed now.
 	Claimable bool
+	// ParentID selects the children of this run.
+	ParentID string
 	// Limit bounds the page (default 100, at most 1000).
 	Limit int
 	// Cursor continues an earlier page.
@@ -104,7 +121,8 @@ func (s *Store) checkRunID(id string) error {
 }
 
 // CreateRun registers a run named name with tags, in status created. It
-// honours WithAgent (recorded in history as the creator).
+// honours WithAgent (recorded in history as the creator), WithParent and
+// WithJoin (see children.go) and WithIdempotencyKey (see idempotency.go).
 func (s *Store) CreateRun(ctx context.Context, name string, tags map[string]string, opts ...Option) (Run, error) {
 	r, err := withOptions("CreateRun", opts, func(o callOptions) (Run, error) { return s.createRun(ctx, name, tags, o) })
 	return r, wrap("workflow.create", r.ID, err)
@@ -121,38 +139,68 @@ func (s *Store) createRun(ctx context.Context, name string, tags map[string]stri
 	if err := checkOptionalID("agent_id", o.agent, lim.MaxIDBytes); err != nil {
 		return Run{}, err
 	}
+	if o.has(optParent) {
+		if err := checkKey("parent_run_id", o.parent, lim.MaxKeyBytes); err != nil {
+			return Run{}, err
+		}
+	}
+	if o.has(optIdem) {
+		if err := checkKey("idempotency_key", o.idem, lim.MaxKeyBytes); err != nil {
+			return Run{}, err
+		}
+	}
 	done, err := s.enter()
 	if err != nil {
 		return Run{}, err
 	}
 	defer done()
+	if o.parent != "" || o.has(optIdem) {
+		return s.createLinked(ctx, name, tags, o)
+	}
 	for {
 		id := newRunID()
 		stamp, _ := s.now()
-		ms := layout.Ms(stamp)
-		v := &layout.RunValue{Name: name, Tags: maps.Clone(tags), Status: layout.Created, CreatedAt: ms, UpdatedAt: ms}
-		if v.Tags == nil {
-			v.Tags = map[string]string{}
-		}
-		val, _ := json.Marshal(v)
-		txn := &backend.Txn{
-			If: []backend.Cond{{Key: layout.Run(id), Revision: 0}},
-			Then: append([]backend.Op{{Kind: backend.OpPut, Key: layout.Run(id), Value: val, Time: stamp}},
-				countOps("", layout.Created, stamp)...),
-			Events: []backend.Event{{Key: id, Op: "workflow.create", Value: layout.EventOf(v, nil), Writer: o.agent}},
-		}
-		for _, k := range v.IndexKeys(id) {
-			txn.Then = append(txn.Then, backend.Op{Kind: backend.OpPut, Key: k, Time: stamp})
-		}
-		res, err := s.commit(ctx, txn)
+		v := newRunValue(name, tags, o, stamp)
+		res, err := s.commit(ctx, createTxn(id, v, o.agent, stamp))
 		if err != nil {
 			return Run{ID: id}, err
 		}
 		if res.Committed {
-			return runOf(id, v, ms), nil
+			return runOf(id, v, v.CreatedAt), nil
 		}
 		// A run with this id exists (one in 2^48): draw another.
 	}
+}
+
+// newRunValue returns the stored form of a new run.
+func newRunValue(name string, tags map[string]string, o callOptions, stamp time.Time) *layout.RunValue {
+	ms := layout.Ms(stamp)
+	v := &layout.RunValue{Name: name, Tags: maps.Clone(tags), Status: layout.Created, CreatedAt: ms, UpdatedAt: ms,
+		Parent: o.parent, Join: o.join}
+	if v.Join {
+		v.Status = layout.Waiting
+	}
+	if v.Tags == nil {
+		v.Tags = map[string]string{}
+	}
+	return v
+}
+
+// createTxn writes new run id: the run, every index entry, the status
+// counters (its parent's too) and the creation event, on condition that
+// no run has its id.
+func createTxn(id string, v *layout.RunValue, agent string, stamp time.Time) *backend.Txn {
+	val, _ := json.Marshal(v)
+	txn := &backend.Txn{
+		If: []backend.Cond{{Key: layout.Run(id), Revision: 0}},
+		Then: append([]backend.Op{{Kind: backend.OpPut, Key: layout.Run(id), Value: val, Time: stamp}},
+			countOps(v, "", v.Status, stamp)...),
+		Events: []backend.Event{{Key: id, Op: "workflow.create", Value: layout.CreateEventOf(v), Writer: agent}},
+	}
+	for _, k := range v.IndexKeys(id) {
+		txn.Then = append(txn.Then, backend.Op{Kind: backend.OpPut, Key: k, Time: stamp})
+	}
+	return txn
 }
 
 func (s *Store) checkTags(tags map[string]string) error {
@@ -175,7 +223,7 @@ func (s *Store) checkTags(tags map[string]string) error {
 func runOf(id string, v *layout.RunValue, nowMs int64) Run {
 	r := Run{ID: id, Name: v.Name, Tags: v.Tags, Status: Status(v.Status), AgentID: v.AgentID,
 		LastStep: v.LastStep, Attempt: v.Attempt, Fence: v.Fence,
-		CreatedAt: layout.Time(v.CreatedAt), UpdatedAt: layout.Time(v.UpdatedAt)}
+		CreatedAt: layout.Time(v.CreatedAt), UpdatedAt: layout.Time(v.UpdatedAt), ParentID: v.Parent, Join: v.Join}
 	if r.Tags == nil {
 		r.Tags = map[string]string{}
 	}
@@ -204,24 +252,44 @@ type runUpdateFunc func(v *layout.RunValue, extra []backend.Record, now time.Tim
 // updateRun applies fn to run id as one atomic read-modify-write of the
 // run and the extra keys; a run that does not exist is ErrNotFound.
 // Callers validate their arguments first.
+//
+// When fn finishes a child run, the same commit must see the parent and
+// its counters of open children, to release a join parent (children.go).
+// A run's parent never changes, so the first read that finds the run is
+// a child finishing is abandoned and done again with the parent's keys.
 func (s *Store) updateRun(ctx context.Context, id string, extra []string, fn runUpdateFunc) error {
 	done, err := s.enter()
 	if err != nil {
 		return err
 	}
 	defer done()
-	keys := append([]string{layout.Run(id)}, extra...)
-	_, err = s.update(ctx, keys, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
-		if !recs[0].Live() {
-			return nil, ErrNotFound
+	var parent string
+	var family []string // the parent's keys, once needed
+	for {
+		keys := append(append([]string{layout.Run(id)}, extra...), family...)
+		_, err = s.update(ctx, keys, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
+			if !recs[0].Live() {
+				return nil, ErrNotFound
+			}
+			v, err := decodeRun(recs[0])
+			if err != nil {
+				return nil, err
+			}
+			txn, err := fn(v, recs[1:1+len(extra)], now)
+			if err != nil || txn == nil || !finishesChild(v, txn) {
+				return txn, err
+			}
+			if family == nil {
+				parent = v.Parent
+				return nil, errNeedFamily
+			}
+			return txn, joinOps(txn, v.Parent, recs[1+len(extra):], now)
+		})
+		if err != errNeedFamily {
+			return err
 		}
-		v, err := decodeRun(recs[0])
-		if err != nil {
-			return nil, err
-		}
-		return fn(v, recs[1:], now)
-	})
-	return err
+		family = familyKeys(parent)
+	}
 }
 
 // runWrite returns a Txn that replaces run old by nv: the run record, the
@@ -244,18 +312,29 @@ func runWrite(id string, old, nv *layout.RunValue, now time.Time) *backend.Txn {
 			txn.Then = append(txn.Then, backend.Op{Kind: backend.OpPut, Key: k, Time: now})
 		}
 	}
-	txn.Then = append(txn.Then, countOps(old.Status, nv.Status, now)...)
+	txn.Then = append(txn.Then, countOps(nv, old.Status, nv.Status, now)...)
 	return txn
 }
 
-// countOps updates the status counters for a run moving from status from
-// to status to ("" for a new run), in a fixed order.
-func countOps(from, to string, now time.Time) []backend.Op {
+// countOps updates the status counters for run v moving from status from
+// to status to ("" for a new run), in a fixed order: the namespace's and,
+// for a child, its parent's.
+func countOps(v *layout.RunValue, from, to string, now time.Time) []backend.Op {
 	d := layout.CountDeltas(from, to)
+	ops := addOps(d, layout.StatusCount, now)
+	if v.Parent != "" {
+		ops = append(ops, addOps(d, func(c string) string { return layout.ChildCount(v.Parent, c) }, now)...)
+	}
+	return ops
+}
+
+// addOps adds the deltas d to the counters named by key, in the order of
+// layout.Counters.
+func addOps(d map[string]int, key func(counter string) string, now time.Time) []backend.Op {
 	var ops []backend.Op
-	for _, c := range append(slices.Clone(layout.Buckets), layout.Claimed) {
+	for _, c := range layout.Counters {
 		if n := d[c]; n != 0 {
-			ops = append(ops, backend.Op{Kind: backend.OpAdd, Key: layout.StatusCount(c), Value: []byte(strconv.Itoa(n)), Time: now})
+			ops = append(ops, backend.Op{Kind: backend.OpAdd, Key: key(c), Value: []byte(strconv.Itoa(n)), Time: now})
 		}
 	}
 	return ops
@@ -276,14 +355,23 @@ func (s *Store) getRun(ctx context.Context, id string) (Run, error) {
 		return Run{}, err
 	}
 	defer done()
-	runs, err := s.loadRuns(ctx, []string{id})
+	stamp, now := s.now()
+	recs, err := s.c.drv.GetMany(ctx, &backend.GetQuery{NS: s.ns, Keys: append([]string{layout.Run(id)}, childCountKeys(id)...), Now: now})
 	if err != nil {
 		return Run{}, err
 	}
-	if runs[0] == nil {
+	if !recs[0].Live() {
 		return Run{}, ErrNotFound
 	}
-	return *runs[0], nil
+	v, err := decodeRun(recs[0])
+	if err != nil {
+		return Run{}, err
+	}
+	r := runOf(id, v, layout.Ms(stamp))
+	if r.Children, err = childrenOf(recs[1:]); err != nil {
+		return Run{}, err
+	}
+	return r, nil
 }
 
 // loadRuns reads runs in one call; a missing run gives nil.

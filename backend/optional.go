@@ -128,6 +128,16 @@ type ServerClock interface {
 // in the layout of the module's internal/layout package) and append the
 // same history events.
 //
+// Parent and child runs ask two things of a Claimer. A join parent whose
+// children are not all finished is stored in status "waiting": a Claimer
+// must refuse it with ClaimWaiting, changing nothing (its release to
+// "created" is written by the commit that finishes its last child, so a
+// status check is all it takes). And when a fresh claim moves a child run
+// (one whose record has parent_run_id) from created to claimed, the
+// counter of its parent's claimed children (layout.ChildCount(parent,
+// "claimed")) goes up by one in the same step, as the counter of claimed
+// runs does.
+//
 // Fallback: package state reads the run and commits under a condition on
 // its revision (natively atomic with an Updater).
 type Claimer interface {
@@ -160,6 +170,9 @@ const (
 	ClaimAcquired
 	// ClaimRenewed: the agent already held the claim and extended it.
 	ClaimRenewed
+	// ClaimWaiting: the run is a join parent waiting for its children
+	// (status "waiting"); nothing was written.
+	ClaimWaiting
 )
 
 // ClaimResult is the outcome of a ClaimRun.

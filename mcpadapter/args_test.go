@@ -55,7 +55,7 @@ func TestBadArguments(t *testing.T) {
 		{"workflow_checkpoint", `{` + run + `,"step":9007199254740993,"output":1}`, "step must be between 0 and 2^53, got 9007199254740993"},
 		{"workflow_checkpoint", `{` + run + `,"step":1,"output":1,"fence":0}`, "fence must be >= 1, got 0"},
 		{"workflow_checkpoint", `{` + run + `,"step":1,"output":1,"status":"running"}`, `status must be one of done, failed, got "running"`},
-		{"workflow_discover", `{"status":"bogus"}`, `status must be one of created, claimed, running, done, failed, got "bogus"`},
+		{"workflow_discover", `{"status":"bogus"}`, `status must be one of waiting, created, claimed, running, done, failed, got "bogus"`},
 		{"workflow_discover", `{"limit":0}`, "limit must be >= 1, got 0"},
 		{"workflow_discover", `{"limit":5000}`, "limit must be between 1 and 1000, got 5000"},
 		{"workflow_list", `{"cursor":"!"}`, "cursor is not a cursor this store returned"},

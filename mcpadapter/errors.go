@@ -33,6 +33,7 @@ func message(ctx context.Context, log *slog.Logger, tool string, err error) stri
 		fe *state.FieldError
 		ce *state.ConflictError
 		cl *state.ClaimError
+		pe *state.ParentError
 		nh *state.NotHeldError
 		he *state.HeldError
 		se *state.Error
@@ -48,8 +49,12 @@ func message(ctx context.Context, log *slog.Logger, tool string, err error) stri
 		return field + " " + fe.Problem
 	case errors.As(err, &ce):
 		return ce.Error() + "; nothing was written: read the key again (state_get returns its version) and retry with that if_version"
+	case errors.As(err, &cl) && cl.Status == state.StatusWaiting:
+		return cl.Error() + "; claim it once workflow_status shows status 'created'"
 	case errors.As(err, &cl):
 		return cl.Error() + "; the run is finished and accepts no more checkpoints"
+	case errors.As(err, &pe):
+		return pe.Error()
 	case errors.As(err, &nh):
 		return nh.Error() + "; your claim on this run expired or was taken over by another agent: stop working on it, or call workflow_claim to claim it again"
 	case errors.As(err, &he):

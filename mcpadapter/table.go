@@ -66,10 +66,16 @@ var table = []tool{
 		name:  "workflow_create",
 		title: "Create a workflow run",
 		desc: "Register a new workflow run in status 'created' and return its run_id. Tags (string values) let workers find it with workflow_discover. " +
-			"Lifecycle: created → claimed (workflow_claim) → running (workflow_checkpoint) → done | failed (workflow_checkpoint with status).",
+			"Lifecycle: created → claimed (workflow_claim) → running (workflow_checkpoint) → done | failed (workflow_checkpoint with status). " +
+			"Fan-out/fan-in: create the aggregating run with join=true (it waits, status 'waiting', and cannot be claimed), then each piece of work with parent_run_id = its run_id; " +
+			"when every child is done or failed the parent becomes 'created' and exactly one aggregator claims it. " +
+			"Pass an idempotency_key when you may retry: a retry with the same key returns the same run with replayed=true instead of creating another.",
 		params: []param{
 			{name: "name", kind: kString, required: true, desc: "What the run does, such as pr-review-42."},
-			{name: "tags", kind: kTags, desc: "String labels to discover the run by, such as {\"pipeline\": \"pr-review\"}."}},
+			{name: "tags", kind: kTags, desc: "String labels to discover the run by, such as {\"pipeline\": \"pr-review\"}."},
+			{name: "parent_run_id", kind: kString, desc: "Create the run as a child of this open run (its status counts the children; a join parent waits for them)."},
+			{name: "join", kind: kBool, desc: "Make this run a join parent: it waits until it has children and all of them are done or failed, then becomes claimable."},
+			{name: "idempotency_key", kind: kString, desc: "A key naming this request (such as order-7-refund): a retry with the same key within the server's window (24 h unless configured) returns the run the first call made."}},
 		hints:  hints{},
 		result: createResult{},
 		run:    workflowCreate,
@@ -77,7 +83,7 @@ var table = []tool{
 	{
 		name:  "workflow_discover",
 		title: "Find workflow runs",
-		desc: "Find workflow runs, newest first: tags matches runs having every given tag pair, status keeps one status, and claimable=true keeps only runs you can claim now " +
+		desc: "Find workflow runs, newest first: tags matches runs having every given tag pair, status keeps one status, parent_run_id keeps the children of one run, and claimable=true keeps only runs you can claim now " +
 			"(created ones, and claimed or running ones whose claim expired because their worker stopped sending heartbeats). " +
 			"A page holds up to limit runs (default 100); when next_cursor is not null, call again with cursor = next_cursor. " +
 			"A worker's loop: workflow_discover(tags, claimable=true) → workflow_claim → workflow_resume → workflow_checkpoint for each step.",
@@ -85,6 +91,7 @@ var table = []tool{
 			{name: "tags", kind: kTags, desc: "Only runs having all of these tags."},
 			{name: "status", kind: kEnum, enum: statusNames, desc: "Only runs in this status."},
 			{name: "claimable", kind: kBool, desc: "Only runs that can be claimed now, including crashed workers' runs."},
+			{name: "parent_run_id", kind: kString, desc: "Only the children of this run."},
 			pLimit, pCursor},
 		hints:  hints{readOnly: true, idempotent: true},
 		result: runsResult{},
@@ -134,7 +141,7 @@ var table = []tool{
 	{
 		name:   "workflow_status",
 		title:  "Get a workflow run's status",
-		desc:   "Get a run's status, last_step, agent_id, timestamps, attempt, fence and claim expiry, without its step outputs.",
+		desc:   "Get a run's status, last_step, agent_id, timestamps, attempt, fence and claim expiry, without its step outputs; for a child run its parent_run_id, and for a parent the counts of its children by status (children; null for a run without children).",
 		params: []param{pRunID},
 		hints:  hints{readOnly: true, idempotent: true},
 		result: statusResult{},
@@ -224,7 +231,7 @@ var table = []tool{
 	{
 		name:  "history_log",
 		title: "Read the audit history",
-		desc: "Read the audit log of state changes, newest first: key writes and deletes; workflow create, claim, reclaim, heartbeat, checkpoint, finish and release; " +
+		desc: "Read the audit log of state changes, newest first: key writes and deletes; workflow create, claim, reclaim, heartbeat, checkpoint, finish and release, and link, join, rejoin and replay (children, join parents, idempotent retries); " +
 			"lease acquire, renew, release and takeover; session saves and deletes. Each entry has op, new_value, previous_value, agent_id and written_at (epoch seconds). " +
 			"Old entries are trimmed by the server's retention.",
 		params: []param{

@@ -14,7 +14,7 @@ import (
 type runJSON struct {
 	RunID          string            `json:"run_id"`
 	Name           string            `json:"name"`
-	Status         string            `json:"status" desc:"created, claimed, running, done or failed"`
+	Status         string            `json:"status" desc:"waiting (a join parent whose children are not all finished), created, claimed, running, done or failed"`
 	Tags           map[string]string `json:"tags"`
 	AgentID        *string           `json:"agent_id" desc:"the agent that claimed the run last"`
 	LastStep       int64             `json:"last_step"`
@@ -43,9 +43,10 @@ func runsOf(p state.RunPage) runsResult {
 // followed by the new ones.
 type (
 	createResult struct {
-		RunID  string `json:"run_id"`
-		Name   string `json:"name"`
-		Status string `json:"status"`
+		RunID    string `json:"run_id"`
+		Name     string `json:"name"`
+		Status   string `json:"status"`
+		Replayed bool   `json:"replayed" desc:"true when idempotency_key had already created this run: nothing new was created"`
 	}
 	runsResult struct {
 		Runs       []runJSON `json:"runs"`
@@ -81,8 +82,26 @@ type (
 		Attempt        int64   `json:"attempt"`
 		Fence          *int64  `json:"fence"`
 		ClaimExpiresAt *stamp  `json:"claim_expires_at"`
+		ParentRunID    *string `json:"parent_run_id" desc:"the run's parent; null for a run without one"`
+		Join           bool    `json:"join" desc:"the run is a join parent: it waits for its children"`
+		Children       *counts `json:"children" desc:"the number of the run's children in each status; null for a run without children"`
 	}
 )
+
+// counts are numbers by status.
+type counts map[string]int64
+
+// countsOf turns a run's child counts into counts; nil for none.
+func countsOf(m map[state.Status]int64) *counts {
+	if m == nil {
+		return nil
+	}
+	c := counts{}
+	for st, n := range m {
+		c[string(st)] = n
+	}
+	return &c
+}
 
 // stepOutputs encodes as an object from step numbers, as strings, to
 // outputs, in ascending step order.
@@ -109,16 +128,26 @@ func (stepOutputs) jsonSchema() obj {
 }
 
 func workflowCreate(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
-	r, err := st.CreateRun(ctx, a.str("name"), a.tags("tags"))
+	var opts []state.Option
+	if a.has("parent_run_id") {
+		opts = append(opts, state.WithParent(a.str("parent_run_id")))
+	}
+	if a.bool("join") {
+		opts = append(opts, state.WithJoin())
+	}
+	if a.has("idempotency_key") {
+		opts = append(opts, state.WithIdempotencyKey(a.str("idempotency_key")))
+	}
+	r, err := st.CreateRun(ctx, a.str("name"), a.tags("tags"), opts...)
 	if err != nil {
 		return nil, err
 	}
-	return createResult{RunID: r.ID, Name: r.Name, Status: string(r.Status)}, nil
+	return createResult{RunID: r.ID, Name: r.Name, Status: string(r.Status), Replayed: r.Replayed}, nil
 }
 
 func workflowDiscover(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
 	p, err := st.DiscoverRuns(ctx, state.RunQuery{Tags: a.tags("tags"), Status: state.Status(a.str("status")),
-		Claimable: a.bool("claimable"), Limit: int(a.int("limit")), Cursor: a.str("cursor")})
+		Claimable: a.bool("claimable"), ParentID: a.str("parent_run_id"), Limit: int(a.int("limit")), Cursor: a.str("cursor")})
 	if err != nil {
 		return nil, err
 	}
@@ -189,5 +218,5 @@ func workflowStatus(ctx context.Context, st *state.Store, a args, _ *Options) (a
 	}
 	return statusResult{RunID: r.ID, Status: string(r.Status), LastStep: r.LastStep, AgentID: optStr(r.AgentID),
 		CreatedAt: stamp(r.CreatedAt), UpdatedAt: stamp(r.UpdatedAt), Attempt: r.Attempt, Fence: optInt(r.Fence),
-		ClaimExpiresAt: optStamp(r.ClaimExpiresAt)}, nil
+		ClaimExpiresAt: optStamp(r.ClaimExpiresAt), ParentRunID: optStr(r.ParentID), Join: r.Join, Children: countsOf(r.Children)}, nil
 }

@@ -22,7 +22,7 @@ func (m *mcpc) create(name, tags string) string {
 	}
 	res := m.ok("workflow_create", args)
 	id := str(m.t, res, "run_id")
-	equal(m.t, "workflow_create", res, `{"run_id":"`+id+`","name":"`+name+`","status":"created"}`)
+	equal(m.t, "workflow_create", res, `{"run_id":"`+id+`","name":"`+name+`","status":"created","replayed":false}`)
 	if !regexp.MustCompile(`^wf-[0-9a-f]{12}$`).MatchString(id) {
 		m.t.Errorf("run_id %q is not wf- and 12 lowercase hex digits", id)
 	}
@@ -37,7 +37,7 @@ func TestWorkflowLifecycle(t *testing.T) {
 	equal(t, "workflow_discover", c.ok("workflow_discover", `{"tags":{"pipeline":"pr-review"},"status":"created"}`),
 		`{"runs":[`+created+`],"next_cursor":null}`)
 	equal(t, "workflow_status", c.ok("workflow_status", `{"run_id":"`+id+`"}`),
-		`{"run_id":"`+id+`","status":"created","last_step":0,"agent_id":null,"created_at":`+epoch+`.0,"updated_at":`+epoch+`.0,"attempt":0,"fence":null,"claim_expires_at":null}`)
+		`{"run_id":"`+id+`","status":"created","last_step":0,"agent_id":null,"created_at":`+epoch+`.0,"updated_at":`+epoch+`.0,"attempt":0,"fence":null,"claim_expires_at":null,"parent_run_id":null,"join":false,"children":null}`)
 
 	clk.Advance(time.Second)
 	equal(t, "workflow_claim", c.ok("workflow_claim", `{"run_id":"`+id+`","agent_id":"worker-A","claim_ttl_seconds":60}`),
@@ -210,4 +210,30 @@ func TestRacingClaims(t *testing.T) {
 			t.Errorf("loser's reason %s, want %s", got, want)
 		}
 	}
+}
+
+func TestWorkflowJoinAndIdempotentCreate(t *testing.T) {
+	c, _, _ := newClient(t, nil)
+	res := c.ok("workflow_create", `{"name":"aggregate","join":true,"idempotency_key":"fanout-1"}`)
+	parent := str(t, res, "run_id")
+	equal(t, "join parent status", field(t, res, "status"), `"waiting"`)
+	again := c.ok("workflow_create", `{"name":"aggregate","join":true,"idempotency_key":"fanout-1"}`)
+	equal(t, "retried create", again, strings.Replace(res, `"replayed":false`, `"replayed":true`, 1))
+	var kids []string
+	for range 2 {
+		kids = append(kids, str(t, c.ok("workflow_create", `{"name":"piece","parent_run_id":"`+parent+`"}`), "run_id"))
+	}
+	equal(t, "claim of a waiting parent", field(t, c.ok("workflow_claim", `{"run_id":"`+parent+`","agent_id":"agg"}`), "claimed"), "false")
+	if field(t, c.ok("workflow_discover", `{"parent_run_id":"`+parent+`","claimable":true}`), "runs") == "[]" {
+		t.Error("workflow_discover(parent_run_id) found no children")
+	}
+	c.ok("workflow_checkpoint", `{"run_id":"`+kids[0]+`","step":1,"output":1,"status":"done"}`)
+	status := c.ok("workflow_status", `{"run_id":"`+parent+`"}`)
+	equal(t, "children", field(t, status, "children"), `{"claimed":0,"created":1,"done":1,"failed":0,"running":0,"waiting":0}`)
+	equal(t, "still waiting", field(t, status, "status"), `"waiting"`)
+	c.ok("workflow_checkpoint", `{"run_id":"`+kids[1]+`","step":1,"output":1,"status":"failed"}`)
+	equal(t, "released", field(t, c.ok("workflow_status", `{"run_id":"`+parent+`"}`), "status"), `"created"`)
+	equal(t, "aggregator claims", field(t, c.ok("workflow_claim", `{"run_id":"`+parent+`","agent_id":"agg"}`), "claimed"), "true")
+	c.wantErr("workflow_create", `{"name":"late","parent_run_id":"`+parent+`"}`, `parent_run_id "`+parent+`": the join parent was released to its aggregator (status claimed) and takes no more children; create another join parent`)
+	c.wantErr("workflow_create", `{"name":"orphan","parent_run_id":"wf-000000000000"}`, `parent_run_id "wf-000000000000": no such run`)
 }

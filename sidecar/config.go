@@ -68,6 +68,9 @@ type Config struct {
 
 	// ClaimTTL is the default claim TTL of workflow_claim.
 	ClaimTTL time.Duration
+	// IdempotencyWindow is how long an idempotency_key of workflow_create
+	// keeps returning the run it made.
+	IdempotencyWindow time.Duration
 	// HistoryMaxAge removes history entries older than this; 0 keeps them
 	// regardless of age.
 	HistoryMaxAge time.Duration
@@ -138,11 +141,12 @@ func Defaults() Config {
 		Port:      8000,
 		Transport: TransportHTTP,
 
-		ClaimTTL:         state.DefaultClaimTTL,
-		HistoryMaxAge:    state.DefaultHistoryMaxAge,
-		HistoryMaxEvents: state.DefaultHistoryMaxEvents,
-		SweepInterval:    state.DefaultSweepInterval,
-		SweepGrace:       state.DefaultSweepGrace,
+		ClaimTTL:          state.DefaultClaimTTL,
+		IdempotencyWindow: state.DefaultIdempotencyWindow,
+		HistoryMaxAge:     state.DefaultHistoryMaxAge,
+		HistoryMaxEvents:  state.DefaultHistoryMaxEvents,
+		SweepInterval:     state.DefaultSweepInterval,
+		SweepGrace:        state.DefaultSweepGrace,
 		Limits: state.Limits{MaxKeyBytes: state.DefaultMaxKeyBytes, MaxIDBytes: state.DefaultMaxIDBytes,
 			MaxValueBytes: state.DefaultMaxValueBytes, MaxTags: state.DefaultMaxTags, MaxBatch: state.DefaultMaxBatch},
 

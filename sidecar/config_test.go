@@ -32,7 +32,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Backend: "sqlite", DBPath: "state_sidecar.db", RedisURL: "redis://localhost:6379",
-		Host: "127.0.0.1", Port: 8000, Transport: "http", ClaimTTL: 600 * time.Second,
+		Host: "127.0.0.1", Port: 8000, Transport: "http", ClaimTTL: 600 * time.Second, IdempotencyWindow: 24 * time.Hour,
 		HistoryMaxAge: 7 * 24 * time.Hour, HistoryMaxEvents: 100_000, SweepInterval: time.Minute, SweepGrace: time.Minute,
 		Limits:         state.Limits{MaxKeyBytes: 1024, MaxIDBytes: 256, MaxValueBytes: 1 << 20, MaxTags: 32, MaxBatch: 1000},
 		RequestTimeout: 30 * time.Second, ReadTimeout: 10 * time.Second, MaxRequestBytes: 8 << 20,
@@ -48,7 +48,7 @@ var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR
 	"REDIS_URL", "rediss://r:6380/1", "DATABASE_URL", "postgresql://u:p@db:5432/agents?schema=s",
 	"SIDECAR_HOST", "::1", "SIDECAR_PORT", "9000", "SIDECAR_TRANSPORT", "stdio", "SIDECAR_STATEFUL", "true",
 	"SIDECAR_AUTH_TOKENS", "a:one, b", "SIDECAR_ALLOW_INSECURE", "1", "SIDECAR_ALLOW_RESET", "TRUE",
-	"SIDECAR_CLAIM_TTL_SECONDS", "1.5", "SIDECAR_HISTORY_MAX_AGE_SECONDS", "0", "SIDECAR_HISTORY_MAX_EVENTS", "0",
+	"SIDECAR_CLAIM_TTL_SECONDS", "1.5", "SIDECAR_IDEMPOTENCY_WINDOW_SECONDS", "3600", "SIDECAR_HISTORY_MAX_AGE_SECONDS", "0", "SIDECAR_HISTORY_MAX_EVENTS", "0",
 	"SIDECAR_SWEEP_INTERVAL_SECONDS", "0", "SIDECAR_SWEEP_GRACE_SECONDS", "5",
 	"SIDECAR_MAX_KEY_BYTES", "64", "SIDECAR_MAX_ID_BYTES", "32", "SIDECAR_MAX_VALUE_BYTES", "4096", "SIDECAR_MAX_TAGS", "4",
 	"SIDECAR_REQUEST_TIMEOUT_SECONDS", "7", "SIDECAR_READ_TIMEOUT_SECONDS", "3", "SIDECAR_MAX_REQUEST_BYTES", "65536",
@@ -65,7 +65,7 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 	want := Config{Backend: "memory", DBPath: "/tmp/x.db", SQLiteLockTimeout: 2500 * time.Millisecond,
 		RedisURL: "rediss://r:6380/1", DatabaseURL: "postgresql://u:p@db:5432/agents?schema=s", Host: "::1", Port: 9000,
 		Transport: "stdio", Stateful: true, Tokens: []Token{{"a", "one"}, {"b", ""}}, AllowInsecure: true,
-		AllowReset: true, ClaimTTL: 1500 * time.Millisecond, HistoryMaxAge: 0, HistoryMaxEvents: 0, SweepInterval: 0,
+		AllowReset: true, ClaimTTL: 1500 * time.Millisecond, IdempotencyWindow: time.Hour, HistoryMaxAge: 0, HistoryMaxEvents: 0, SweepInterval: 0,
 		SweepGrace: 5 * time.Second, Limits: state.Limits{MaxKeyBytes: 64, MaxIDBytes: 32, MaxValueBytes: 4096, MaxTags: 4, MaxBatch: 1000},
 		RequestTimeout: 7 * time.Second, ReadTimeout: 3 * time.Second, MaxRequestBytes: 65536, MaxConnections: 10,
 		MaxConcurrentRequests: 5, MaxSessions: 20, SessionIdleTimeout: 30 * time.Second,

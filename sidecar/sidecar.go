@@ -103,15 +103,16 @@ func (s *Sidecar) storeOptions() *state.Options {
 		tracer = otelstate.NewTracer(c.TracerProvider, nil)
 	}
 	return &state.Options{
-		Observer:         s.metrics.ObserveBackend,
-		Tracer:           tracer,
-		ClaimTTL:         c.ClaimTTL,
-		Logger:           s.log,
-		Limits:           c.Limits,
-		SweepInterval:    orOff(c.SweepInterval),
-		SweepGrace:       c.SweepGrace,
-		HistoryMaxAge:    orOff(c.HistoryMaxAge),
-		HistoryMaxEvents: maxEvents,
+		Observer:          s.metrics.ObserveBackend,
+		Tracer:            tracer,
+		ClaimTTL:          c.ClaimTTL,
+		IdempotencyWindow: c.IdempotencyWindow,
+		Logger:            s.log,
+		Limits:            c.Limits,
+		SweepInterval:     orOff(c.SweepInterval),
+		SweepGrace:        c.SweepGrace,
+		HistoryMaxAge:     orOff(c.HistoryMaxAge),
+		HistoryMaxEvents:  maxEvents,
 	}
 }
 

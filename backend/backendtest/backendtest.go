@@ -86,7 +86,8 @@ func runDriver(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 func runStore(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 	var cases []testCase[storeEnv]
 	for _, group := range [][]testCase[storeEnv]{kvCases(), workflowCases(), discoverCases(), leaseCases(),
-		sessionCases(), historyCases(), storeCases(), badInputCases(), raceCases(), updateCases(), expiryCases(), retentionCases()} {
+		sessionCases(), historyCases(), storeCases(), badInputCases(), raceCases(), updateCases(), expiryCases(), retentionCases(),
+		childrenCases()} {
 		cases = append(cases, group...)
 	}
 	for _, c := range cases {

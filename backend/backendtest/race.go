@@ -105,7 +105,7 @@ func raceCases() []testCase[storeEnv] {
 			checkOverlap(t, "run transitions", rc.spans)
 			h, err := e.st.Health(ctx)
 			is.NoErr(err)
-			want := map[state.Status]int64{"created": n + n/4, "claimed": 0, "running": n / 4, "done": n / 4, "failed": n / 4}
+			want := map[state.Status]int64{"waiting": 0, "created": n + n/4, "claimed": 0, "running": n / 4, "done": n / 4, "failed": n / 4}
 			is.Equal(h.RunsByStatus, want) // status counts stay exact under racing transitions of different runs
 			is.Equal(h.Runs, int64(2*n))
 			p, err := e.st.DiscoverRuns(ctx, state.RunQuery{Tags: map[string]string{"batch": "1"}, Claimable: true})

@@ -30,7 +30,7 @@ func storeCases() []testCase[storeEnv] {
 			is.Equal(h.Status, "ok")
 			is.Equal(h.Keys, int64(1)) // only live keys are counted
 			is.Equal(h.Runs, int64(2)) // every run is counted
-			is.Equal(h.RunsByStatus, map[state.Status]int64{"created": 1, "claimed": 1, "running": 0, "done": 0, "failed": 0})
+			is.Equal(h.RunsByStatus, map[state.Status]int64{"waiting": 0, "created": 1, "claimed": 1, "running": 0, "done": 0, "failed": 0})
 			is.Equal(h.Leases, int64(1)) // only live leases are counted
 			is.Equal(h.Sessions, int64(1))
 			is.Equal(h.Events, int64(8)) // 2 sets, 2 creates, 1 claim, 2 acquires, 1 save
@@ -49,7 +49,7 @@ func storeCases() []testCase[storeEnv] {
 				is.Equal(h.Runs, sum) // every run is in exactly one status
 				return h.RunsByStatus
 			}
-			want := map[state.Status]int64{"created": 0, "claimed": 0, "running": 0, "done": 0, "failed": 0}
+			want := map[state.Status]int64{"waiting": 0, "created": 0, "claimed": 0, "running": 0, "done": 0, "failed": 0}
 			step := func(what string, change map[state.Status]int64) {
 				t.Helper()
 				for st, d := range change {

@@ -25,7 +25,7 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 		return backend.ClaimResult{}, fmt.Errorf("redisstate: claim: %w", err)
 	}
 	v, err := claimScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), q.RunID, q.AgentID,
-		ttlMs(q.TTL), layout.Run(q.RunID), agent, layout.StatusCount(layout.Claimed)).Result()
+		ttlMs(q.TTL), layout.Run(q.RunID), agent, layout.StatusCount(layout.Claimed), layout.ChildCounts, layout.Claimed).Result()
 	if err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
@@ -37,7 +37,7 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 	nowMs, _ := asInt(s[1])
 	re, _ := asInt(s[2])
 	res := backend.ClaimResult{Outcome: backend.ClaimOutcome(outcome), Reclaimed: re == 1, Now: msTime(q.Now, nowMs)}
-	if res.Outcome < backend.ClaimNotFound || res.Outcome > backend.ClaimRenewed {
+	if res.Outcome < backend.ClaimNotFound || res.Outcome > backend.ClaimWaiting {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", fmt.Errorf("unknown outcome %d", outcome))
 	}
 	if len(s) == 3 {

@@ -44,6 +44,12 @@ func (p *runParser) parse(v *RunValue) bool {
 	if ok && p.lit(`,"claim_ttl_ms":`) {
 		ok = p.num(&v.ClaimTTL)
 	}
+	if ok && p.lit(`,"parent_run_id":`) {
+		ok = p.str(&v.Parent)
+	}
+	if ok && p.lit(`,"join":true`) {
+		v.Join = true
+	}
 	ok = ok && p.lit(`,"name":`) && p.str(&v.Name) && p.lit(`,"tags":{`)
 	if !ok {
 		return false

@@ -16,6 +16,8 @@ func TestDecodeRunAgreesWithEncodingJSON(t *testing.T) {
 			ClaimTTL: 600000, Name: "pr-review", Tags: map[string]string{"pipeline": "pr", "repo": "org/app"}, CreatedAt: -5},
 		{Status: Claimed, AgentID: `agent "A" <&>`, Name: "job \"<1>\"", Tags: map[string]string{"a<b>": "&\u2028\"\\/\t\x01", "é": "ü"}},
 		{Status: Done, Name: "x", Tags: nil},
+		{Status: Waiting, Parent: "wf-000000000001", Join: true, Name: "agg", Tags: map[string]string{}},
+		{Status: Claimed, AgentID: "a", ClaimExpiresAt: 5, ClaimTTL: 5, Parent: `p "q" <&>`, Name: "child", Tags: map[string]string{}},
 	}
 	for _, v := range runs {
 		b, err := json.Marshal(v)
@@ -26,6 +28,7 @@ func TestDecodeRunAgreesWithEncodingJSON(t *testing.T) {
 	}
 	for _, s := range []string{
 		`{"status":"created","last_step":0,"attempt":0,"fence":0,"updated_at":0,"name":"j","tags":{},"created_at":0,"parent":"wf-1"}`,
+		`{"status":"waiting","last_step":0,"attempt":0,"fence":0,"updated_at":0,"join":false,"name":"j","tags":{},"created_at":0}`,
 		`{"name":"j","status":"running","last_step":1,"attempt":1,"fence":1,"updated_at":0,"tags":{"k":"v"},"created_at":0}`,
 		`{"status":"created","last_step":1.5,"attempt":0,"fence":0,"updated_at":0,"name":"j","tags":{},"created_at":0}`,
 		`{"status":"created","last_step":99999999999999999999,"attempt":0,"fence":0,"updated_at":0,"name":"j","tags":{},"created_at":0}`,
@@ -71,4 +74,21 @@ func BenchmarkDecodeRun(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestEscapeIDKeepsParentsApart(t *testing.T) {
+	for id, want := range map[string]string{
+		"wf-0123abcdef": "wf-0123abcdef",
+		"p/a":           "p%2Fa",
+		"ä \"q\"%":      "%C3%A4%20%22q%22%25",
+		"A.b_c~d-e":     "A.b_c~d-e",
+		"p%2Fa":         "p%252Fa",
+	} {
+		if got := EscapeID(id); got != want {
+			t.Errorf("EscapeID(%q) = %q, want %q", id, got, want)
+		}
+	}
+	if ChildIndex("p") == ChildIndex("p/a")[:len(ChildIndex("p"))] {
+		t.Error("the child index of p is a prefix of the child index of p/a")
+	}
 }

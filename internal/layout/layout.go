@@ -64,13 +64,36 @@
 // record c/<run_id> of its own and a status index entry per status; runs
 // stored in that layout are not read back correctly and are not migrated.
 //
-// # Room for parent and child runs
+// # Parent and child runs
 //
-// A parent run id would be an immutable field after claim_ttl_ms; runs by
-// parent would be indexed under i/p/<parent>/<order> and
-// i/op/<parent>/<order> (open), and the counts of a parent's children by
-// status would be counters n/c/<parent>/<status> kept with backend.OpAdd
-// like n/s/. These prefixes are reserved.
+// A child run names its parent in RunValue.Parent (parent_run_id, written
+// right after claim_ttl_ms and never changed), and a parent created to join
+// its children has RunValue.Join set. Keys of a parent's children:
+//
+//	i/p/<parent>/<order>                every child of the parent
+//	i/op/<parent>/<order>               its open children
+//	n/c/<parent>/<bucket or claimed>    the number of its children by status bucket, and
+//	                                    of claimed ones, kept with backend.OpAdd like n/s/
+//
+// where <parent> is the parent's id escaped by EscapeID, so that one
+// parent's prefix is never a prefix of another's. Every write that moves
+// a child between status buckets (or claims or releases it) changes the
+// parent's counters in the same commit, exactly as it changes n/s/.
+//
+// A join parent is stored in status waiting (its own bucket, open, never
+// claimable) from its creation until its last open child finishes: the
+// commit that finishes that child reads the parent and its counters of
+// open children (unstarted, running, waiting) and, when it is the last,
+// rewrites the parent to created in the same commit. A native claimer
+// therefore only has to refuse a run whose status is waiting.
+//
+// # Idempotency keys and effects
+//
+//	d/<idempotency key>                 the run a CreateRun with that key made; value
+//	                                    {"run_id":...}, expires after the idempotency window
+//	e/<effect key>                      an effect of Store.Once: {"token":...} while a
+//	                                    caller runs it (expires with its lease), then
+//	                                    {"token":...,"value":...} (expires after the window)
 package layout
 
 import (
@@ -96,6 +119,11 @@ const (
 	IndexOpenTag  = "i/ot/"
 	LeasePrefix   = "l/"
 	SessionPrefix = "s/"
+	ChildCounts   = "n/c/"
+	IndexParent   = "i/p/"
+	IndexOpenKids = "i/op/"
+	IdemPrefix    = "d/"
+	EffectPrefix  = "e/"
 )
 
 // The statuses of a run as stored.
@@ -105,10 +133,13 @@ const (
 	Running = "running"
 	Done    = "done"
 	Failed  = "failed"
+	// Waiting is the status of a join parent whose children are not all
+	// finished: open, in a bucket of its own, never claimable.
+	Waiting = "waiting"
 )
 
 // Statuses lists every status in lifecycle order.
-var Statuses = []string{Created, Claimed, Running, Done, Failed}
+var Statuses = []string{Waiting, Created, Claimed, Running, Done, Failed}
 
 // Unstarted is the status index bucket of created and claimed runs: a
 // claim or a release moves a run between the two without moving it in any
@@ -153,7 +184,14 @@ func Session(id string) string { return SessionPrefix + id }
 func StatusCount(bucket string) string { return StatusCounts + bucket }
 
 // Buckets lists the status buckets.
-var Buckets = []string{Unstarted, Running, Done, Failed}
+var Buckets = []string{Unstarted, Running, Waiting, Done, Failed}
+
+// Counters lists what the run counters count, in a fixed order: each
+// status bucket, then claimed runs.
+var Counters = []string{Unstarted, Running, Waiting, Done, Failed, Claimed}
+
+// OpenBuckets lists the status buckets of open runs.
+var OpenBuckets = []string{Unstarted, Running, Waiting}
 
 // CountDeltas returns the counters a run moving from status from to status
 // to changes, and by how much (from "" for a new run).
@@ -202,7 +240,9 @@ func IDOf(order string) string {
 }
 
 // Open reports whether status is created, claimed or running.
-func Open(status string) bool { return status == Created || status == Claimed || status == Running }
+func Open(status string) bool {
+	return status == Created || status == Claimed || status == Running || status == Waiting
+}
 
 // RunValue is the stored form of a run, its claim included. Its field order
 // is part of the format (see the package documentation).
@@ -220,6 +260,10 @@ type RunValue struct {
 	// ClaimTTL is the claim's lifetime in milliseconds: how far a heartbeat
 	// (a checkpoint) extends it.
 	ClaimTTL int64 `json:"claim_ttl_ms,omitempty"`
+	// Parent is the id of the run's parent, or "" for a run without one.
+	Parent string `json:"parent_run_id,omitempty"`
+	// Join is set on a parent created to join its children.
+	Join bool `json:"join,omitempty"`
 
 	Name string            `json:"name"`
 	Tags map[string]string `json:"tags"`
@@ -249,6 +293,12 @@ func (v *RunValue) IndexKeys(id string) []string {
 	if open {
 		keys = append(keys, IndexOpen+o)
 	}
+	if v.Parent != "" {
+		keys = append(keys, ChildIndex(v.Parent)+o)
+		if open {
+			keys = append(keys, OpenChildIndex(v.Parent)+o)
+		}
+	}
 	for k, val := range v.Tags {
 		keys = append(keys, TagIndex(k, val)+o)
 		if open {
@@ -267,6 +317,8 @@ type RunEvent struct {
 	LastStep int64  `json:"last_step"`
 	// Step is set for checkpoints.
 	Step *int64 `json:"step,omitempty"`
+	// Parent is set on the creation of a child run.
+	Parent string `json:"parent_run_id,omitempty"`
 }
 
 // EventOf summarises a run for history.
@@ -275,6 +327,55 @@ func EventOf(v *RunValue, step *int64) []byte {
 		Fence: v.Fence, LastStep: v.LastStep, Step: step})
 	return b
 }
+
+// CreateEventOf summarises a new run for history: EventOf and its parent.
+func CreateEventOf(v *RunValue) []byte {
+	b, _ := json.Marshal(RunEvent{Status: v.Status, AgentID: v.AgentID, Attempt: v.Attempt,
+		Fence: v.Fence, LastStep: v.LastStep, Parent: v.Parent})
+	return b
+}
+
+// ChildIndex returns the prefix of the index of every child of parent.
+func ChildIndex(parent string) string { return IndexParent + EscapeID(parent) + "/" }
+
+// OpenChildIndex returns the prefix of the index of the open children of
+// parent.
+func OpenChildIndex(parent string) string { return IndexOpenKids + EscapeID(parent) + "/" }
+
+// ChildCount returns the record key of the number of parent's children in
+// a status bucket, or of its claimed children for Claimed.
+func ChildCount(parent, bucket string) string { return ChildCounts + EscapeID(parent) + "/" + bucket }
+
+// EscapeID escapes a run id for use as one segment of a key: ASCII
+// letters, digits and "-._~" stay, every other byte becomes %XX (upper
+// case hex). The Redis driver's lua/claim.lua escapes the same way.
+func EscapeID(id string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b []byte
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			if b != nil {
+				b = append(b, c)
+			}
+			continue
+		}
+		if b == nil {
+			b = append(make([]byte, 0, len(id)+8), id[:i]...)
+		}
+		b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
+	}
+	if b == nil {
+		return id
+	}
+	return string(b)
+}
+
+// Idem returns the record key of an idempotency key.
+func Idem(key string) string { return IdemPrefix + key }
+
+// Effect returns the record key of an effect of Store.Once.
+func Effect(key string) string { return EffectPrefix + key }
 
 // LeaseEvent is the JSON recorded in history for a lease transition.
 type LeaseEvent struct {

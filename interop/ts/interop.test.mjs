@@ -116,6 +116,38 @@ async function exercise(client, label) {
   assert.deepEqual(resume.step_outputs, { 1: { files: 12 } });
   assert.equal(resume.meta.status, 'running');
 
+  // Fan-out/fan-in: a join parent waits until its children are done or failed.
+  const parent = await structured(client, 'workflow_create', { name: `aggregate-${label}`, join: true, idempotency_key: `fanout-${label}-${Date.now()}` });
+  assert.equal(parent.status, 'waiting');
+  assert.equal(parent.replayed, false);
+  const kids = [];
+  for (const part of ['a', 'b']) {
+    kids.push(await structured(client, 'workflow_create', { name: `piece-${part}`, parent_run_id: parent.run_id }));
+  }
+  const early = await structured(client, 'workflow_claim', { run_id: parent.run_id, agent_id: 'aggregator' });
+  assert.equal(early.claimed, false);
+  assert.match(early.reason, /waiting/);
+  const mine = await structured(client, 'workflow_discover', { parent_run_id: parent.run_id });
+  assert.deepEqual(mine.runs.map((r) => r.run_id).sort(), kids.map((k) => k.run_id).sort());
+  for (const [i, k] of kids.entries()) {
+    await structured(client, 'workflow_checkpoint', { run_id: k.run_id, step: 1, output: { part: i }, status: i === 0 ? 'done' : 'failed' });
+  }
+  const joined = await structured(client, 'workflow_status', { run_id: parent.run_id });
+  assert.equal(joined.status, 'created');
+  assert.equal(joined.children.done, 1);
+  assert.equal(joined.children.failed, 1);
+  const agg = await structured(client, 'workflow_claim', { run_id: parent.run_id, agent_id: 'aggregator' });
+  assert.equal(agg.claimed, true);
+
+  // An idempotent create: the retry returns the same run.
+  const idem = { name: `refund-${label}`, idempotency_key: `refund-${label}-${Date.now()}` };
+  const first = await structured(client, 'workflow_create', idem);
+  const retry = await structured(client, 'workflow_create', idem);
+  assert.equal(retry.run_id, first.run_id);
+  assert.equal(retry.replayed, true);
+  const plain = await structured(client, 'workflow_status', { run_id: first.run_id });
+  assert.equal(plain.children, null);
+
   // Lease.
   const lease = await structured(client, 'lease_acquire', { resource_id: `printer-${label}`, holder_id: label, ttl_seconds: 30 });
   assert.equal(lease.acquired, true);

@@ -9,10 +9,16 @@
 -- KEYS[1] is the namespace's base (see base.lua for the layout).
 -- ARGV: now ('' for Redis's clock), run id, agent, claim TTL ms, run record
 -- key, agent as Go's encoding/json writes it, record key of the counter of
--- claimed runs.
+-- claimed runs, prefix of the counters of children (n/c/), and the name of
+-- the claimed counter (claimed).
 -- Reply: {outcome, now, reclaimed 0|1[, run record]}, the record packed,
 -- where outcome is 1 not found, 2 finished, 3 held by another agent, 4
--- acquired, 5 renewed (backend.ClaimOutcome).
+-- acquired, 5 renewed, 6 a join parent waiting for its children
+-- (backend.ClaimOutcome).
+--
+-- A child run (parent_run_id right after claim_ttl_ms) that becomes claimed
+-- also bumps its parent's counter of claimed children,
+-- n/c/<parent escaped as layout.EscapeID does>/claimed.
 --
 -- The run's JSON (layout.RunValue as Go's json.Marshal writes it) is not
 -- decoded: the fields claims change, which come first (status to
@@ -42,6 +48,7 @@ local st, ag, ls, att, fence, upd, rest = string.match(r, '^{"status":"(%l+)"(.-
   '"fence":(%-?%d+),"updated_at":(%-?%d+)(.*)$', 37 + rwl)
 if not st then error({err = 'redisstate: stored run is not in the layout package state writes'}) end
 if st == 'done' or st == 'failed' then return {2, now, 0, r} end
+if st == 'waiting' then return {6, now, 0, r} end
 local cx, tail = string.match(rest, '^,"claim_expires_at":(%-?%d+)(.*)$')
 if cx then rest = tail else cx = '0' end
 tail = string.match(rest, '^,"claim_ttl_ms":%-?%d+(.*)$')
@@ -83,18 +90,32 @@ else
     ',"attempt":' .. att .. ',"fence":' .. fence .. ',"updated_at":' .. string.format('%d', now) .. claim
 end
 local sets = {RK, rr, REV, string.format('%d', rev)}
-if nst ~= st then
-  -- One more claimed run: rec.lua's put of a counter record, which has no
-  -- writer and never expires.
-  local c, n, cc = m[4], 1, rev
+-- rec.lua's put of a counter record (no writer, never expires) holding one
+-- more than c, the record at counter key ck (false when absent).
+local function bump(ck, c)
+  local n, cc = 1, rev
   if c then
     local _, c0, _, cx0 = struct.unpack('<i8i8i8i8', c)
     if cx0 == 0 or cx0 > now then n, cc = (tonumber(string.sub(c, 37)) or 0) + 1, c0 end
-    if cx0 ~= 0 then redis.call('ZREM', B .. ':exp', cp) end
+    if cx0 ~= 0 then redis.call('ZREM', B .. ':exp', ck) end
   else
-    redis.call('ZADD', B .. ':idx', '0', cp)
+    redis.call('ZADD', B .. ':idx', '0', ck)
   end
-  sets[5], sets[6] = B .. ':r:' .. cp, struct.pack(RH, rev, cc, now, 0, 0) .. string.format('%d', n)
+  return struct.pack(RH, rev, cc, now, 0, 0) .. string.format('%d', n)
+end
+if nst ~= st then
+  -- One more claimed run, and one more claimed child of its parent.
+  sets[5], sets[6] = B .. ':r:' .. cp, bump(cp, m[4])
+  if string.sub(rest, 1, 18) == ',"parent_run_id":"' then
+    local i = 19
+    while i <= #rest and string.sub(rest, i, i) ~= '"' do
+      if string.sub(rest, i, i) == '\\' then i = i + 1 end
+      i = i + 1
+    end
+    local p = cjson.decode(string.sub(rest, 18, i))
+    local pk = ARGV[8] .. (string.gsub(p, '[^%w%-%._~]', function(ch) return string.format('%%%02X', string.byte(ch)) end)) .. '/' .. ARGV[9]
+    sets[7], sets[8] = B .. ':r:' .. pk, bump(pk, redis.call('GET', B .. ':r:' .. pk))
+  end
 end
 if rx ~= 0 then redis.call('ZREM', B .. ':exp', rkey) end
 redis.call('MSET', unpack(sets))
