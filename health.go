@@ -143,5 +143,6 @@ func (s *Store) Reset(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, wrap("reset", "", err)
 	}
+	s.c.hub.reset(s.ns)
 	return r.Records + r.Events, nil
 }

@@ -98,13 +98,19 @@ func (s *Store) history(ctx context.Context, q HistoryQuery) ([]Event, error) {
 	}
 	out := make([]Event, len(bes))
 	for i, e := range bes {
-		out[i] = Event{ID: e.ID, Revision: e.Revision, Key: e.Key, Op: e.Op, Value: e.Value, Prev: e.Prev,
-			AgentID: e.Writer, Time: e.Time}
-		if strings.HasPrefix(e.Op, "lease.") {
-			out[i].Value = fillFence(e.Value, e.Revision)
-		}
+		out[i] = eventOf(e)
 	}
 	return out, nil
+}
+
+// eventOf is a stored event as package state shows it.
+func eventOf(e backend.Event) Event {
+	ev := Event{ID: e.ID, Revision: e.Revision, Key: e.Key, Op: e.Op, Value: e.Value, Prev: e.Prev,
+		AgentID: e.Writer, Time: e.Time}
+	if strings.HasPrefix(e.Op, "lease.") {
+		ev.Value = fillFence(e.Value, e.Revision)
+	}
+	return ev
 }
 
 // fillFence completes the value of an event that started a lease tenure:

@@ -58,6 +58,13 @@ type Options struct {
 	// Once keeps a recorded result unless the call says (WithTTL).
 	// Defaults to 24 hours.
 	IdempotencyWindow time.Duration
+	// WaitPollInterval is how often a namespace that someone waits on
+	// (Watch, WaitKey, WaitRun) is checked for changes made by other
+	// processes when the backend cannot notify them (backend.Notifier);
+	// with a backend that can, it is checked every ten intervals, as a
+	// safety net for a lost notification. Writes through the same Store
+	// wake their waiters at once either way. Defaults to 100 milliseconds.
+	WaitPollInterval time.Duration
 }
 
 // Limits bound the size of inputs; larger inputs are rejected with a
@@ -89,6 +96,7 @@ const (
 	DefaultHistoryMaxEvents  = 100_000
 	DefaultLeasePoll         = 100 * time.Millisecond
 	DefaultIdempotencyWindow = 24 * time.Hour
+	DefaultWaitPoll          = 100 * time.Millisecond
 	DefaultMaxKeyBytes       = 1024
 	DefaultMaxIDBytes        = 256
 	DefaultMaxValueBytes     = 1 << 20
@@ -133,6 +141,9 @@ func (o *Options) withDefaults() Options {
 		r.IdempotencyWindow = DefaultIdempotencyWindow
 	}
 	r.IdempotencyWindow = roundTTL(r.IdempotencyWindow)
+	if r.WaitPollInterval <= 0 {
+		r.WaitPollInterval = DefaultWaitPoll
+	}
 	l := &r.Limits
 	if l.MaxKeyBytes <= 0 {
 		l.MaxKeyBytes = DefaultMaxKeyBytes

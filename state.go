@@ -26,6 +26,7 @@ type core struct {
 	clock   Clock
 	server  *serverClock // non-nil when the backend's server decides expiry
 	trim    *trimmer     // keeps history within its limit as it is written
+	hub     *hub         // wakes the waiters when their namespace changes
 	opts    Options
 	started time.Time
 	mu      sync.RWMutex // held for reading by calls, for writing by Close
@@ -65,6 +66,8 @@ func New(d backend.Driver, opts *Options) (*Store, error) {
 	c.drivers = c.drivers.traced(o.Tracer)
 	c.bg, c.bgCancel = context.WithCancel(context.Background())
 	c.trim = newTrimmer(c.trimmer, o)
+	c.hub = newHub(c, d)
+	c.trim.notify = c.hub.poke
 	if c.claimer != nil {
 		c.claimer = trimmingClaimer{c.claimer, c.trim}
 	}
@@ -109,12 +112,14 @@ func (s *Store) ClaimTTL() time.Duration { return s.c.opts.ClaimTTL }
 func (s *Store) Driver() backend.Driver { return s.c.raw }
 
 // Close stops the background goroutines (cancelling a sweep in progress)
-// and every KeepAlive, waits for calls in flight and closes the backend. Later calls return
-// ErrClosed, and so does a second Close.
+// and every KeepAlive, ends every wait (Watch, WaitKey, WaitRun) with
+// ErrClosed, waits for calls in flight and closes the backend. Later calls
+// return ErrClosed, and so does a second Close.
 func (s *Store) Close() error {
 	c := s.c
 	c.bgCancel()
 	<-c.stopped
+	c.hub.stop()
 	c.mu.Lock() // waits for calls in flight
 	if c.closed {
 		c.mu.Unlock()

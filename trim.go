@@ -30,6 +30,9 @@ type trimmer struct {
 	every    int64
 	counters sync.Map // namespace → *trimCounter
 	logf     func(msg string, args ...any)
+	// notify, if set, is told the namespace of every write that appended
+	// events, so that its waiters wake at once.
+	notify func(ns string)
 }
 
 func newTrimmer(d backend.HistoryTrimmer, o Options) *trimmer {
@@ -44,6 +47,9 @@ func newTrimmer(d backend.HistoryTrimmer, o Options) *trimmer {
 // the namespace when it is due. A failed trim is logged, not returned: the
 // write it follows has succeeded, and the next write tries again.
 func (t *trimmer) appended(ctx context.Context, ns string, n int) {
+	if t.notify != nil && n > 0 {
+		t.notify(ns)
+	}
 	if t.keep == 0 || n <= 0 {
 		return
 	}

@@ -22,7 +22,7 @@ type Options struct {
 	// may contain only letters, digits, '_', '-' and '.'.
 	Prefix string
 	// Tools lists the unprefixed names of the tools to expose (see
-	// ToolNames); nil means all 19.
+	// ToolNames); nil means all 21.
 	Tools []string
 	// AllowReset lets sidecar_reset wipe the namespace; without it the tool
 	// answers with a tool error.
@@ -65,8 +65,9 @@ func (o *Options) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// ToolNames returns the names of the 19 tools, unprefixed, in the order the
-// Python sidecar registers them.
+// ToolNames returns the names of the 21 tools, unprefixed: the Python
+// sidecar's 19 in the order it registers them, then the long-polls
+// state_wait and workflow_wait.
 func ToolNames() []string {
 	names := make([]string, len(table))
 	for i := range table {

@@ -21,14 +21,15 @@ import (
 type kind int
 
 const (
-	kString  kind = iota // a JSON string
-	kJSON                // any JSON value, null included, kept byte for byte
-	kSeconds             // a JSON number > 0, in seconds with ms precision
-	kInt                 // a JSON number that is an integer >= param.min
-	kBool                // true or false
-	kTags                // a JSON object whose values are strings
-	kObject              // a JSON object, kept byte for byte
-	kEnum                // a JSON string, one of param.enum
+	kString   kind = iota // a JSON string
+	kJSON                 // any JSON value, null included, kept byte for byte
+	kSeconds              // a JSON number > 0, in seconds with ms precision
+	kInt                  // a JSON number that is an integer >= param.min
+	kBool                 // true or false
+	kTags                 // a JSON object whose values are strings
+	kObject               // a JSON object, kept byte for byte
+	kEnum                 // a JSON string, one of param.enum
+	kEnumList             // a JSON array of distinct strings, each one of param.enum
 )
 
 // A param describes one parameter of a tool.
@@ -37,9 +38,10 @@ type param struct {
 	kind     kind
 	required bool
 	desc     string
-	min      int64    // kInt: the smallest value accepted
-	def      any      // default shown in the schema, if any
-	enum     []string // kEnum: the values accepted
+	min      int64         // kInt: the smallest value accepted
+	max      time.Duration // kSeconds: the largest value accepted; 0: none
+	def      any           // default shown in the schema, if any
+	enum     []string      // kEnum: the values accepted
 }
 
 // args holds a tool call's decoded arguments by parameter name; an absent
@@ -157,6 +159,8 @@ func (p *param) decode(v json.RawMessage) (any, error) {
 		return p.decodeInt(v)
 	case kSeconds:
 		return p.decodeSeconds(v)
+	case kEnumList:
+		return p.decodeEnumList(v)
 	case kTags:
 		if v[0] != '{' {
 			return nil, badArg("%s must be an object of strings, got %s", p.name, jsonKind(v))
@@ -227,7 +231,41 @@ func (p *param) decodeSeconds(v json.RawMessage) (any, error) {
 	if d < time.Millisecond {
 		return nil, badArg("%s must be at least 0.001 (one millisecond), got %s", p.name, v)
 	}
+	if p.max > 0 && d > p.max {
+		return nil, badArg("%s must be at most %g, got %s", p.name, p.max.Seconds(), v)
+	}
 	return d, nil
+}
+
+// decodeEnumList reads an array of distinct strings, each one of p.enum.
+func (p *param) decodeEnumList(v json.RawMessage) (any, error) {
+	if err := checkText(p.name, v); err != nil {
+		return nil, err
+	}
+	var list []json.RawMessage
+	if v[0] != '[' || json.Unmarshal(v, &list) != nil {
+		return nil, badArg("%s must be an array of strings, got %s", p.name, jsonKind(v))
+	}
+	out := make([]string, 0, len(list))
+	for i, e := range list {
+		var s string
+		if len(e) == 0 || e[0] != '"' || json.Unmarshal(e, &s) != nil {
+			return nil, badArg("%s must be an array of strings: item %d is %s", p.name, i, jsonKind(e))
+		}
+		if !slices.Contains(p.enum, s) {
+			return nil, badArg("%s: item %d must be one of %s, got %q", p.name, i, strings.Join(p.enum, ", "), s)
+		}
+		if slices.Contains(out, s) {
+			return nil, badArg("%s: item %d repeats %q", p.name, i, s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (a args) strs(name string) []string {
+	s, _ := a[name].([]string)
+	return s
 }
 
 // checkText rejects, in the JSON text of a string (or of an object of

@@ -1,7 +1,9 @@
-// Package mcpadapter turns a *state.Store into the 19 MCP tools of the
-// Python "MCP State Sidecar" (mcp-state-sidecar 0.1.0), as a drop-in: the
+// Package mcpadapter turns a *state.Store into MCP tools: the 19 tools of
+// the Python "MCP State Sidecar" (mcp-state-sidecar 0.1.0), as a drop-in: the
 // same tool names, parameter names, required flags and result fields, with
-// new parameters optional and new result fields added after the old ones.
+// new parameters optional and new result fields added after the old ones;
+// and two long-polls, state_wait and workflow_wait, which wait for a key or
+// a run to change instead of polling (see LongPollTimeout).
 //
 // Build a ready server with NewServer, or mount the tools on a server you
 // already have with Register (or Tools, to inspect or filter them first):

@@ -52,7 +52,7 @@ func exampleCall(ctx context.Context, c *client.Client, name, args string) strin
 	return res.Content[0].(mcp.TextContent).Text
 }
 
-// A ready server of the 19 tools, called in-process.
+// A ready server of the 21 tools, called in-process.
 func ExampleNewServer() {
 	ctx := context.Background()
 	st := exampleStore()
@@ -159,7 +159,7 @@ func ExampleWithNamespace() {
 
 func ExampleToolNames() {
 	fmt.Println(len(mcpadapter.ToolNames()), mcpadapter.ToolNames()[:4])
-	// Output: 19 [state_set state_get state_delete state_list]
+	// Output: 21 [state_set state_get state_delete state_list]
 }
 
 // A transport passes each message through PrepareMessage so that numbers

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// A tool is one of the 19 tools: what the model sees, and the function that
+// A tool is one of the 21 tools: what the model sees, and the function that
 // translates its arguments to a Go call and the call's result to a value
 // that encodes as the tool's result.
 type tool struct {

@@ -16,7 +16,7 @@ import (
 	"github.com/statesidecar/state/statetest"
 )
 
-// mcpc is an MCP client connected in-process to a server of the 19 tools.
+// mcpc is an MCP client connected in-process to a server of the 21 tools.
 // Every successful result it sees is checked against the tool's advertised
 // output schema (by the server) and field order (here).
 type mcpc struct {

@@ -146,8 +146,8 @@ func TestSchemasArePortable(t *testing.T) {
 	st, _ := statetest.NewStore(t)
 	for _, opts := range []*mcpadapter.Options{nil, {Prefix: "coord_", ClaimTTL: 90e9, AllowReset: true}} {
 		tools := mcpadapter.Tools(st, opts)
-		if len(tools) != 19 {
-			t.Fatalf("%d tools, want 19", len(tools))
+		if len(tools) != 21 {
+			t.Fatalf("%d tools, want 21", len(tools))
 		}
 		for _, tl := range tools {
 			for kind, raw := range map[string]json.RawMessage{"inputSchema": tl.Tool.RawInputSchema, "outputSchema": tl.Tool.RawOutputSchema} {

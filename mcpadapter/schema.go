@@ -69,6 +69,9 @@ func (p *param) schema() obj {
 		s = anyJSON()
 	case kSeconds:
 		s = obj{{"type", "number"}, {"exclusiveMinimum", 0}}
+		if p.max > 0 {
+			s = append(s, member{"maximum", p.max.Seconds()})
+		}
 	case kInt:
 		s = obj{{"type", "integer"}, {"minimum", p.min}}
 	case kBool:
@@ -79,6 +82,8 @@ func (p *param) schema() obj {
 		s = obj{{"type", "object"}}
 	case kEnum:
 		s = obj{{"type", "string"}, {"enum", p.enum}}
+	case kEnumList:
+		s = obj{{"type", "array"}, {"items", obj{{"type", "string"}, {"enum", p.enum}}}, {"uniqueItems", true}}
 	}
 	if p.def != nil {
 		s = append(s, member{"default", p.def})

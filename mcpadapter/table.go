@@ -4,18 +4,21 @@ import "github.com/statesidecar/state"
 
 // Parameters several tools share.
 var (
-	pKey      = param{name: "key", kind: kString, required: true, desc: "The key (any non-empty string, such as plan/42)."}
-	pIfVer    = param{name: "if_version", kind: kInt, min: 0, desc: "Only write if the key's current version is this one (the version state_get or state_set returned; 0 = the key must not exist). Otherwise nothing is written and the error names the current version."}
-	pRunID    = param{name: "run_id", kind: kString, required: true, desc: "The run's id, as returned by workflow_create or workflow_discover."}
-	pLimit    = param{name: "limit", kind: kInt, min: 1, desc: "Maximum number of items in this page."}
-	pCursor   = param{name: "cursor", kind: kString, desc: "next_cursor of the previous page, to continue the listing."}
-	pResource = param{name: "resource_id", kind: kString, required: true, desc: "The resource to lock, such as pr:42:comments."}
-	pHolder   = param{name: "holder_id", kind: kString, required: true, desc: "Who holds the lease: your agent id."}
-	pLeaseTTL = param{name: "ttl_seconds", kind: kSeconds, required: true, desc: "How long the lease lasts from now, in seconds (fractions allowed)."}
-	pSession  = param{name: "session_id", kind: kString, required: true, desc: "The session's id."}
+	pKey         = param{name: "key", kind: kString, required: true, desc: "The key (any non-empty string, such as plan/42)."}
+	pIfVer       = param{name: "if_version", kind: kInt, min: 0, desc: "Only write if the key's current version is this one (the version state_get or state_set returned; 0 = the key must not exist). Otherwise nothing is written and the error names the current version."}
+	pRunID       = param{name: "run_id", kind: kString, required: true, desc: "The run's id, as returned by workflow_create or workflow_discover."}
+	pLimit       = param{name: "limit", kind: kInt, min: 1, desc: "Maximum number of items in this page."}
+	pCursor      = param{name: "cursor", kind: kString, desc: "next_cursor of the previous page, to continue the listing."}
+	pResource    = param{name: "resource_id", kind: kString, required: true, desc: "The resource to lock, such as pr:42:comments."}
+	pHolder      = param{name: "holder_id", kind: kString, required: true, desc: "Who holds the lease: your agent id."}
+	pLeaseTTL    = param{name: "ttl_seconds", kind: kSeconds, required: true, desc: "How long the lease lasts from now, in seconds (fractions allowed)."}
+	pSession     = param{name: "session_id", kind: kString, required: true, desc: "The session's id."}
+	pWaitTimeout = param{name: "timeout_seconds", kind: kSeconds, max: MaxWaitTimeout, def: DefaultWaitTimeout.Seconds(),
+		desc: "How long to wait at most, in seconds (fractions allowed, at most 60)."}
 )
 
-// table is the 19 tools, in the Python sidecar's registration order.
+// table is the 21 tools: the Python sidecar's 19 in its registration
+// order, then the long-polls.
 var table = []tool{
 	{
 		name:  "state_set",
@@ -240,6 +243,33 @@ var table = []tool{
 		hints:  hints{readOnly: true, idempotent: true},
 		result: historyResult{},
 		run:    historyLog,
+	},
+	{
+		name:  "state_wait",
+		title: "Wait for a key to change",
+		desc: "Wait until a key changes, instead of polling state_get: returns as soon as the key's version is greater than after_version " +
+			"(changed true, with the entry as state_get shows it), or the key is deleted or expires when after_version is not 0 (changed true, found false), " +
+			"or timeout_seconds pass (changed false, with the entry as it is). after_version 0 waits for the key to exist. " +
+			"Loop: call with after_version = the version you have; on changed act and call again with the new version; on changed false just call again.",
+		params: []param{pKey,
+			{name: "after_version", kind: kInt, min: 0, def: 0, desc: "The version you have already seen (state_get's version); 0 = none: wait for the key to exist."},
+			pWaitTimeout},
+		hints:  hints{readOnly: true, idempotent: true},
+		result: stateWaitResult{},
+		run:    stateWait,
+	},
+	{
+		name:  "workflow_wait",
+		title: "Wait for a workflow run's status",
+		desc: "Wait until a workflow run reaches one of the statuses in until (default done or failed), instead of polling workflow_status: " +
+			"returns at once if it already has (reached true), as soon as it does, or when timeout_seconds pass (reached false). " +
+			"Either way the result shows the run's status as workflow_status does.",
+		params: []param{pRunID,
+			{name: "until", kind: kEnumList, enum: statusNames, desc: "The statuses to wait for (default [\"done\", \"failed\"])."},
+			pWaitTimeout},
+		hints:  hints{readOnly: true, idempotent: true},
+		result: workflowWaitResult{},
+		run:    workflowWait,
 	},
 }
 

@@ -42,6 +42,8 @@ var contract = []struct {
 	{"session_save", []string{"session_id*", "context*"}, []string{"ok", "session_id"}, "i", 2},
 	{"session_restore", []string{"session_id*"}, []string{"found", "session_id", "context"}, "ri", 1},
 	{"history_log", []string{"key", "n"}, []string{"entries", "total"}, "ri", 2},
+	{"state_wait", []string{"key*", "after_version", "timeout_seconds"}, []string{"changed", "key", "value", "found", "version", "agent_id", "updated_at", "expires_at"}, "ri", 0},
+	{"workflow_wait", []string{"run_id*", "until", "timeout_seconds"}, []string{"reached", "run_id", "status", "last_step", "agent_id", "created_at", "updated_at", "attempt", "fence", "claim_expires_at"}, "ri", 0},
 }
 
 // runFields are the fields of a run object, Python's WorkflowMeta first.
@@ -63,8 +65,8 @@ func TestToolsList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lt.Tools) != 19 {
-		t.Fatalf("tools/list has %d tools, want 19", len(lt.Tools))
+	if len(lt.Tools) != 21 {
+		t.Fatalf("tools/list has %d tools, want 21", len(lt.Tools))
 	}
 	tools := map[string]mcp.Tool{}
 	for _, tl := range lt.Tools {

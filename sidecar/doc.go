@@ -1,5 +1,5 @@
 // Package sidecar is the MCP State Sidecar, the program behind
-// cmd/state-sidecar and examples/server: the 19 state tools of package
+// cmd/state-sidecar and examples/server: the 21 state tools of package
 // mcpadapter served over Streamable HTTP or stdio, with configuration from
 // the environment and flags, bearer tokens mapped to namespaces, Prometheus
 // metrics, health endpoints, limits against abusive clients and a graceful

@@ -85,7 +85,7 @@ func ExampleNew() {
 	sc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	fmt.Print(rec.Code, " ", rec.Body.String())
 	// Output:
-	// 19 tools
+	// 21 tools
 	// {"ok":true,"version":1}
 	// 200 {"backend":"memory","status":"ok","version":"0.1.0"}
 }

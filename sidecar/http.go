@@ -103,8 +103,33 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 			return
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		if isLongPoll(body) {
+			r = r.WithContext(context.WithValue(r.Context(), longPollKey{}, true))
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// longPollKey marks, in a request's context, a call of a long-poll tool.
+type longPollKey struct{}
+
+// isLongPoll reports whether msg calls a long-poll tool (state_wait,
+// workflow_wait).
+func isLongPoll(msg []byte) bool {
+	if !bytes.Contains(msg, []byte(`_wait"`)) {
+		return false
+	}
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Method != "tools/call" {
+		return false
+	}
+	_, ok := mcpadapter.LongPollTimeout(m.Params.Name, nil)
+	return ok
 }
 
 // readAll reads r to its end. A body whose length was declared (up to 64
@@ -144,11 +169,13 @@ func isInitialize(msg []byte) bool {
 // limitConcurrency lets at most MaxConcurrentRequests POSTs into mcp-go at
 // once; the others wait for a slot up to RequestTimeout, then get 503.
 // GET streams (stateful mode) are not counted: they are held open, not
-// served.
+// served. Nor are long-polls (state_wait, workflow_wait): they wait, idle,
+// for the very writes a full set of slots would hold back; MaxConnections
+// bounds them.
 func (s *Sidecar) limitConcurrency(next http.Handler) http.Handler {
 	slots := make(chan struct{}, s.cfg.MaxConcurrentRequests)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
+		if r.Method != http.MethodPost || r.Context().Value(longPollKey{}) != nil {
 			next.ServeHTTP(w, r)
 			return
 		}

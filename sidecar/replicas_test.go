@@ -133,7 +133,7 @@ func testTwoReplicas(t *testing.T, cfg func() Config) {
 	for _, legacy := range []bool{true, false} {
 		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
 			c := rr.client(t, legacy)
-			if got := toolNames(t, c); len(got) != 19 {
+			if got := toolNames(t, c); len(got) != 21 {
 				t.Fatalf("tools/list through the balancer: %v", got)
 			}
 			key := fmt.Sprintf("rr/%v", legacy)

@@ -190,7 +190,7 @@ var settings = []setting{
 		set:  func(c *Config, v string) error { return parseInt(&c.Limits.MaxTags, v) }},
 
 	{env: "SIDECAR_REQUEST_TIMEOUT_SECONDS", flag: "request-timeout-seconds",
-		usage: "deadline of every tool call; a call still waiting on the backend then fails",
+		usage: "deadline of every tool call; a call still waiting on the backend then fails (long-polls get their timeout_seconds on top)",
 		show:  func(c *Config) string { return showSeconds(c.RequestTimeout) },
 		set:   func(c *Config, v string) error { return parseSeconds(&c.RequestTimeout, v, false) }},
 	{env: "SIDECAR_READ_TIMEOUT_SECONDS", flag: "read-timeout-seconds", only: TransportHTTP,

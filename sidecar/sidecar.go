@@ -129,10 +129,16 @@ func (s *Sidecar) serverOptions() []server.ServerOption {
 
 // deadline is a tool middleware that bounds every call by
 // Config.RequestTimeout, so that no call waits on a hung backend without
-// limit.
+// limit. A long-poll (state_wait, workflow_wait) gets its own wait on top
+// (mcpadapter.LongPollTimeout), so that the request timeout bounds the
+// backend work, not the waiting the client asked for.
 func (s *Sidecar) deadline(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		timeout := s.cfg.RequestTimeout
+		if wait, ok := mcpadapter.LongPollTimeout(req.Params.Name, req.Params.Arguments); ok {
+			timeout += wait
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		return next(ctx, req)
 	}

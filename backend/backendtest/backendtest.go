@@ -87,7 +87,7 @@ func runStore(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 	var cases []testCase[storeEnv]
 	for _, group := range [][]testCase[storeEnv]{kvCases(), workflowCases(), discoverCases(), leaseCases(),
 		sessionCases(), historyCases(), storeCases(), badInputCases(), raceCases(), updateCases(), expiryCases(), retentionCases(),
-		childrenCases()} {
+		childrenCases(), waitCases()} {
 		cases = append(cases, group...)
 	}
 	for _, c := range cases {

@@ -26,6 +26,8 @@ type Driver struct {
 	revs    map[string]int64 // last revision per namespace; survives Reset
 	eventID map[string]int64 // last event ID per namespace; survives Reset
 	onClose func()
+	// listeners are told of every change (Notify).
+	listeners listeners
 }
 
 var (
@@ -192,6 +194,7 @@ func (d *Driver) apply(ns string, txn *backend.Txn, now time.Time) backend.Resul
 	d.revs[ns]++
 	rev := d.revs[ns]
 	res.Revision = rev
+	defer d.changed(ns)
 	for _, e := range txn.Events {
 		if e.PrevOf != "" {
 			if r := s.byKey[e.PrevOf]; r != nil && r.live(nowMs) {
@@ -237,6 +240,7 @@ func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.Rese
 		res.Records += s.count(p, 0)
 	}
 	delete(d.spaces, q.NS)
+	d.changed(q.NS)
 	return res, nil
 }
 

@@ -66,6 +66,11 @@ type Options struct {
 	// it Open refuses such a file with ErrPythonDatabase. The importer sets
 	// it to copy a Python database into the same file.
 	BesidePython bool
+	// ChangeInterval is how often the store's change check (Notify) asks
+	// SQLite whether another connection committed, on a connection of its
+	// own, while anyone waits for a change: a process that waits learns of
+	// another process's write within this interval. Defaults to 5 ms.
+	ChangeInterval time.Duration
 }
 
 // DefaultLockTimeout is the default of Options.LockTimeout.
@@ -105,6 +110,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if r.CacheKiB <= 0 {
 		r.CacheKiB = DefaultCacheKiB
 	}
+	if r.ChangeInterval <= 0 {
+		r.ChangeInterval = DefaultChangeInterval
+	}
 	return r, nil
 }
 
@@ -112,6 +120,8 @@ func (o *Options) withDefaults() (Options, error) {
 const (
 	DefaultMmapSize = 1 << 30
 	DefaultCacheKiB = 8192
+	// DefaultChangeInterval is the default of Options.ChangeInterval.
+	DefaultChangeInterval = 5 * time.Millisecond
 )
 
 // Driver is a backend.Driver over one SQLite file. Create one with Open.
@@ -126,6 +136,10 @@ type Driver struct {
 	closed bool
 	// lockTimeout is Options.LockTimeout.
 	lockTimeout time.Duration
+	// readDSN opens a query-only connection (Notify's); changeEvery is
+	// Options.ChangeInterval.
+	readDSN     string
+	changeEvery time.Duration
 }
 
 var (
@@ -149,7 +163,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Driver, error) {
 	if path == "" {
 		return nil, errors.New("sqlitestate: empty database path")
 	}
-	d := &Driver{path: path, lockTimeout: o.LockTimeout}
+	d := &Driver{path: path, lockTimeout: o.LockTimeout, changeEvery: o.ChangeInterval}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
 	common := fmt.Sprintf("_journal_mode=WAL&_synchronous=%s&_pragma=mmap_size(%d)&_pragma=cache_size(-%d)",
 		o.Synchronous, o.MmapSize, o.CacheKiB)
@@ -168,7 +182,8 @@ func Open(ctx context.Context, path string, opts *Options) (*Driver, error) {
 		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, err)
 	}
 	busy := fmt.Sprintf("_busy_timeout=%d&", max(o.LockTimeout.Milliseconds(), 1))
-	if d.r, err = sql.Open("sqlite", base+"?"+busy+common+"&_query_only=1"); err != nil {
+	d.readDSN = base + "?" + busy + common + "&_query_only=1"
+	if d.r, err = sql.Open("sqlite", d.readDSN); err != nil {
 		d.w.Close()
 		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, err)
 	}

@@ -47,8 +47,8 @@ func TestInspectorSchemaCheck(t *testing.T) {
 	var list struct {
 		Tools []struct{ Name string } `json:"tools"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &list); err != nil || len(list.Tools) != 19 {
-		t.Fatalf("inspector listed %d tools (%v), want 19:\n%s", len(list.Tools), err, stdout.String())
+	if err := json.Unmarshal(stdout.Bytes(), &list); err != nil || len(list.Tools) != 21 {
+		t.Fatalf("inspector listed %d tools (%v), want 21:\n%s", len(list.Tools), err, stdout.String())
 	}
 	if s := stderr.String(); strings.Contains(s, "Warning:") || strings.Contains(s, "Error:") || strings.Contains(s, "portability") {
 		t.Errorf("the Inspector finds the tool schemas unportable:\n%s", s)

@@ -1,4 +1,4 @@
-// Command state-sidecar is the MCP State Sidecar: the 19 state tools of
+// Command state-sidecar is the MCP State Sidecar: the 21 state tools of
 // package mcpadapter over Streamable HTTP (at /mcp, stateless by default) or
 // stdio, on SQLite, Redis or memory, so that agents in any language share
 // durable coordination state.

@@ -81,8 +81,8 @@ func TestStdioBinary(t *testing.T) {
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	tools, _ := s.recv(2)["result"].(map[string]any)["tools"].([]any)
-	if len(tools) != 19 {
-		t.Fatalf("tools/list over stdio: %d tools, want 19", len(tools))
+	if len(tools) != 21 {
+		t.Fatalf("tools/list over stdio: %d tools, want 21", len(tools))
 	}
 	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"state_set","arguments":{"key":"big","value":9007199254740993}}}`)
 	s.recv(3)

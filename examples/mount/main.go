@@ -1,5 +1,5 @@
 // Command mount shows how to add the state tools to an MCP server you
-// already have: the server keeps its own tools, and the 19 tools of
+// already have: the server keeps its own tools, and the 21 tools of
 // package mcpadapter are mounted beside them under a prefix.
 //
 //	go run ./examples/mount                          # stdio, memory store

@@ -53,8 +53,8 @@ func check(t *testing.T, c *client.Client) {
 	for _, tl := range lt.Tools {
 		names[tl.Name] = true
 	}
-	if len(lt.Tools) != 20 || !names["shout"] {
-		t.Fatalf("tools/list has %d tools (shout: %v), want shout and the 19 state tools", len(lt.Tools), names["shout"])
+	if len(lt.Tools) != 22 || !names["shout"] {
+		t.Fatalf("tools/list has %d tools (shout: %v), want shout and the 21 state tools", len(lt.Tools), names["shout"])
 	}
 	for _, n := range mcpadapter.ToolNames() {
 		if !names[Prefix+n] {

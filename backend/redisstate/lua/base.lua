@@ -18,6 +18,8 @@
 --   <base>:off      how many events were ever removed from the head of
 --                   <base>:ev (absent: 0); never decreases
 --   <base>:h:<key>  LIST of the ids of the events of one key, oldest first
+--   <base>:changes  pub/sub channel, not a key: every script that writes
+--                   publishes an empty message to it (Driver.Notify)
 --
 -- Event ids are positions in the log: the event at index i (from 0) of
 -- <base>:ev has id off+i+1. Appending gives the next id; Sweep pops from the

@@ -122,5 +122,6 @@ redis.call('MSET', unpack(sets))
 local n = redis.call('RPUSH', B .. ':ev',
   struct.pack('<i8i8i4i4i4i4i4', rev, now, #id, #op, #agent, #value, #prev) .. id .. op .. agent .. value .. prev)
 redis.call('RPUSH', B .. ':h:' .. id, string.format('%d', n + (tonumber(m[3]) or 0)))
+redis.call('PUBLISH', B .. ':changes', '')
 if held then return {5, now, 0, rr} end
 return {4, now, re, rr}

@@ -78,4 +78,5 @@ if ne > 0 then
   local id = n - ne + (tonumber(redis.call('GET', B .. ':off')) or 0)
   for i = 1, ne do redis.call('RPUSH', B .. ':h:' .. eks[i], I(id + i)) end
 end
+redis.call('PUBLISH', B .. ':changes', '')
 return {1, rev, -1, 0, now}

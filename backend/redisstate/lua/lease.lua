@@ -91,4 +91,5 @@ end
 local n = redis.call('RPUSH', B .. ':ev',
   struct.pack('<i8i8i4i4i4i4i4', rev, now, #res, #op, #holder, #value, #prev) .. res .. op .. holder .. value .. prev)
 redis.call('RPUSH', B .. ':h:' .. res, string.format('%d', n + (tonumber(m[3]) or 0)))
+redis.call('PUBLISH', B .. ':changes', '')
 return {1, now, takeover, lr}

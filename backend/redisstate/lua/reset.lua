@@ -31,4 +31,5 @@ for i = 0, events - 1, 100 do
 end
 redis.call('DEL', B .. ':exp', EV)
 if events > 0 then redis.call('INCRBY', B .. ':off', I(events)) end
+redis.call('PUBLISH', B .. ':changes', '')
 return {records, events}

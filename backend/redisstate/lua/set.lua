@@ -50,4 +50,5 @@ local ek, op = ARGV[8], ARGV[9]
 local n = redis.call('RPUSH', B .. ':ev',
   struct.pack('<i8i8i4i4i4i4i4', rev, now, #ek, #op, #w, #v, #p) .. ek .. op .. w .. v .. p)
 redis.call('RPUSH', B .. ':h:' .. ek, string.format('%d', n + (tonumber(redis.call('GET', B .. ':off')) or 0)))
+redis.call('PUBLISH', B .. ':changes', '')
 return struct.pack('<i8i8', rev, now)
