@@ -10,7 +10,7 @@ import (
 
 // aggregatorConfig is what an aggregator process is told.
 type aggregatorConfig struct {
-	Sidecar, Token, ID, Job, Parent string
+	Sidecar, ID, Job, Parent string
 }
 
 // A report is the aggregator's join of the items' results.

@@ -11,9 +11,9 @@ import (
 
 // workerConfig is what a worker process is told on its command line.
 type workerConfig struct {
-	Sidecar, Token, ID, Job, Parent string
-	ClaimTTL, StepDelay             time.Duration
-	StallAfter                      int64 // stop working (but keep the claim) after checkpointing this step; 0: never
+	Sidecar, ID, Job, Parent string
+	ClaimTTL, StepDelay      time.Duration
+	StallAfter               int64 // stop working (but keep the claim) after checkpointing this step; 0: never
 }
 
 // A worker takes children of the job's parent, one at a time, until none
