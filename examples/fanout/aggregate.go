@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // aggregatorConfig is what an aggregator process is told.
@@ -27,7 +28,8 @@ type report struct {
 // claimed while any child is open; the aggregator tries, and when refused
 // long-polls workflow_wait until the parent leaves "waiting" (the commit
 // that finishes the last child releases it). Of several aggregators
-// exactly one claim wins; the others stop.
+// exactly one claim wins; the others stand by until the join is done (or
+// the winner's claim expires: then one of them takes the join over).
 type aggregator struct {
 	cfg aggregatorConfig
 	c   *sidecarClient
@@ -50,9 +52,24 @@ func (a *aggregator) run(ctx context.Context) error {
 		if err := a.c.call(ctx, "workflow_status", map[string]any{"run_id": a.cfg.Parent}, &st); err != nil {
 			return err
 		}
-		if st.Status != "waiting" {
-			a.out.emit(event{Ev: "lost", Run: a.cfg.Parent, Msg: "another aggregator has the parent: " + deref(cl.Reason)})
+		switch st.Status {
+		case "done", "failed":
+			a.out.emit(event{Ev: "finished", Run: a.cfg.Parent, Msg: "the parent is already " + st.Status + ": nothing to join"})
 			return nil
+		case "created":
+			continue // released between the claim and the status: claim again
+		case "claimed", "running":
+			// Stand by: should the winner die, its claim expires and this
+			// aggregator takes the join over.
+			timeout := 60.0
+			if st.ClaimExpiresAt != nil {
+				timeout = min(max(*st.ClaimExpiresAt-float64(time.Now().UnixMilli())/1000+0.1, 0.1), 60)
+			}
+			a.out.emit(event{Ev: "lost", Run: a.cfg.Parent, Msg: fmt.Sprintf("lost the claim (%s): standing by until the join is done or its claim expires", deref(cl.Reason))})
+			if err := a.c.call(ctx, "workflow_wait", map[string]any{"run_id": a.cfg.Parent, "timeout_seconds": timeout}, nil); err != nil {
+				return err
+			}
+			continue
 		}
 		a.out.emit(event{Ev: "refused", Run: a.cfg.Parent, Children: st.Children,
 			Msg: fmt.Sprintf("claim refused, children %s: waiting (workflow_wait) for the join to release", countsText(st.Children))})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -173,13 +174,9 @@ func finish(ctx context.Context, c *sidecarClient, cfg config, out *outcome, say
 	if !got.Found {
 		return fmt.Errorf("no report at %s: the aggregation did not finish", reportKey(cfg.Job))
 	}
-	for _, ev := range out.Events {
-		if ev.Report != nil {
-			out.Report = ev.Report
-		}
-	}
-	if out.Report == nil {
-		return fmt.Errorf("no aggregator reported")
+	out.Report = &report{}
+	if err := json.Unmarshal(got.Value, out.Report); err != nil {
+		return fmt.Errorf("the report at %s: %w", reportKey(cfg.Job), err)
 	}
 	say("orchestrator", "every process has exited; the report (%s):", reportKey(cfg.Job))
 	for _, it := range out.Report.Items {
