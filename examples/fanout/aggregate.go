@@ -78,7 +78,7 @@ func (a *aggregator) run(ctx context.Context) error {
 			return err
 		}
 		if w.Reached {
-			a.out.emit(event{Ev: "released", Run: a.cfg.Parent, Msg: "the parent is " + w.Status + ": every child finished"})
+			a.out.emit(event{Ev: "released", Run: a.cfg.Parent, Msg: "the join released the parent (status " + w.Status + "): every child finished"})
 		}
 	}
 }

@@ -220,3 +220,43 @@ func gone(pid int) bool {
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
 }
+
+// cancelOn is a transcript writer that cancels when a line contains what.
+type cancelOn struct {
+	what   string
+	cancel context.CancelFunc
+	b      strings.Builder
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.b.Write(p)
+	if strings.Contains(string(p), c.what) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// Stopping the orchestrator (Ctrl-C) in the middle stops every process it
+// started before it returns.
+func TestCancelStopsEveryProcess(t *testing.T) {
+	cfg, err := parseFlags([]string{"-claim-ttl", "3s", "-step-delay", "50ms", "-job", "cancel"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	w := &cancelOn{what: "SIGKILL", cancel: cancel}
+	out, err := orchestrate(ctx, cfg, w)
+	t.Log("transcript:\n" + w.b.String())
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("orchestrate = %v, want context.Canceled", err)
+	}
+	if len(out.PIDs) < 2 {
+		t.Fatalf("only %d processes started before the cancel", len(out.PIDs))
+	}
+	for _, pid := range out.PIDs {
+		if !gone(pid) {
+			t.Errorf("pid %d still runs after the orchestrator returned", pid)
+		}
+	}
+}

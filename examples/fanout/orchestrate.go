@@ -139,6 +139,7 @@ func runProcs(ctx context.Context, cfg config, exe string, out *outcome, say fun
 		}
 	}
 	if err != nil { // stop whatever still runs, and wait for it
+		say("orchestrator", "stopping %d processes (%v)", len(procs), err)
 		for _, p := range procs {
 			_ = p.cmd.Process.Kill()
 		}
