@@ -32,25 +32,36 @@ type reportSection struct {
 	Findings []review.Finding `json:"findings"`
 }
 
-// aggregate is the aggregator's life: find the review run, wait for every
-// reviewer run to finish (the fan-in, fanin.go), claim the review run, join
-// the three findings into one report and finish the review run.
+// aggregate is the aggregator's life: find the review run, wait until the
+// sidecar releases it (its reviewer runs all finished: the fan-in,
+// fanin.go), claim it, join the three findings into one report and finish
+// the review run.
 func (a *agent) aggregate(ctx context.Context) int {
 	a.out.event("started", "aggregator started", nil)
+	review, err := openReview(ctx, a, a.cfg.Demo)
+	if err != nil {
+		return a.fail("discovering the review run", err)
+	}
+	if review == nil {
+		a.out.event("idle", "nothing to do: no review run is open", nil)
+		return exitOK
+	}
+	wctx, cancel := context.WithTimeout(ctx, a.cfg.Standby)
+	children, err := awaitReviews(wctx, a, review.RunID, func(open []string) {
+		a.out.event("waiting", fmt.Sprintf("waiting for %d reviews: %v", len(open), open), map[string]any{"open": open})
+	})
+	cancel()
+	if err != nil {
+		return a.fail("waiting for the reviews", err)
+	}
+	// Released: now claimable, unless another aggregator holds it (then
+	// stand by until that claim expires, as a reviewer would).
 	run, err := a.find(ctx, aggregatorTags(a.cfg.Demo), "review")
 	if err != nil {
 		return a.fail("discovering the review run", err)
 	}
 	if run == nil {
 		return exitOK
-	}
-	wctx, cancel := context.WithTimeout(ctx, a.cfg.Standby)
-	children, err := awaitReviews(wctx, a, a.cfg.Demo, run.RunID, func(open []string) {
-		a.out.event("waiting", fmt.Sprintf("waiting for %d reviews: %v", len(open), open), map[string]any{"open": open})
-	})
-	cancel()
-	if err != nil {
-		return a.fail("waiting for the reviews", err)
 	}
 	won, err := a.claim(ctx, run.RunID)
 	if err != nil {

@@ -246,10 +246,13 @@ func (d *demo) reset(ctx context.Context, forgetPR bool) error {
 	p := d.pipeline()
 	var retireErr error
 	if p != nil {
-		ids := []string{p.Parent}
+		// Children first: a join parent cannot be finished while it waits
+		// for them, and failing the last one releases it.
+		var ids []string
 		for _, k := range review.Kinds {
 			ids = append(ids, p.Children[k])
 		}
+		ids = append(ids, p.Parent)
 		retireErr = d.retire(ctx, ids)
 	}
 	d.vmu.Lock()
@@ -419,7 +422,7 @@ func (d *demo) aggregate(ctx context.Context) (string, error) {
 	if p == nil {
 		return "", refuse(http.StatusConflict, "Nothing to aggregate: register a workflow and run the three reviews first.")
 	}
-	open, _, err := reviewProgress(ctx, d.c, d.id, p.Parent)
+	open, _, err := reviewProgress(ctx, d.c, p.Parent)
 	if err != nil {
 		return "", sidecarFailure(d.cfg.SidecarURL, err)
 	}

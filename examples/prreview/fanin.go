@@ -4,20 +4,21 @@ package main
 // review run relates to its three reviewer runs is in this file:
 //
 //   - createPipeline (fan-out, called by the dashboard's Register Workflow)
-//     creates the review run and one reviewer run per kind, linked by a
-//     "parent" tag;
+//     creates the review run as a join parent (workflow_create join=true)
+//     and one reviewer run per kind as its child (parent_run_id);
 //   - reviewProgress reads where each reviewer run is (the dashboard's
-//     Aggregate Reviews checks it before starting the aggregator);
-//   - awaitReviews (fan-in, called by the aggregator agent) waits until
-//     every reviewer run has finished.
+//     Aggregate Reviews checks it before starting the aggregator), from the
+//     review run's children (workflow_discover parent_run_id);
+//   - openReview and awaitReviews (fan-in, for the aggregator agent) find
+//     the review run and wait, with workflow_wait long-polls and no polling
+//     loop, until the sidecar releases it: a join parent stays "waiting",
+//     and cannot be claimed, until every child is done or failed; the
+//     commit that finishes the last one makes it "created", claimable like
+//     a fresh run, so exactly one aggregator claims it.
 //
-// Today they use only the 19 tools: the link is a tag, and the wait polls
-// workflow_status. Once parent/child runs land (issue 10), createPipeline
-// passes parent_run_id and join: true, reviewProgress reads the
-// "children" counts of workflow_status, and awaitReviews becomes one
-// workflow_wait on the review run (a long-poll); since a join parent is
-// claimable only once every child has finished, the aggregator's claim then
-// needs no check of its own. Nothing outside this file changes.
+// The reviewer runs also carry the review run's id as their "parent" tag:
+// that is how a reviewer (the Node one too) finds the pull request's keys,
+// not how the runs are joined.
 
 import (
 	"context"
@@ -36,15 +37,18 @@ type pipeline struct {
 	Children map[string]string `json:"children"`
 }
 
-// createPipeline registers the review of pr: the review run (the one the
-// aggregator finishes) and a reviewer run per kind under it.
+// createPipeline registers the review of pr: the review run (the join
+// parent the aggregator finishes) and a reviewer run per kind as its
+// children. No reviewer can finish before the last child exists (agents
+// are spawned only once the pipeline is registered), so the join cannot
+// release early.
 func createPipeline(ctx context.Context, c caller, demo string, pr review.PR) (pipeline, error) {
 	var parent struct {
 		RunID string `json:"run_id"`
 	}
 	tags := aggregatorTags(demo)
 	tags["pr"] = pr.Ref()
-	if err := c.callInto(ctx, "workflow_create", map[string]any{"name": "pr-review " + pr.Ref(), "tags": tags}, &parent); err != nil {
+	if err := c.callInto(ctx, "workflow_create", map[string]any{"name": "pr-review " + pr.Ref(), "tags": tags, "join": true}, &parent); err != nil {
 		return pipeline{}, err
 	}
 	p := pipeline{Parent: parent.RunID, Children: map[string]string{}}
@@ -55,7 +59,8 @@ func createPipeline(ctx context.Context, c caller, demo string, pr review.PR) (p
 		tags := reviewerTags(demo, kind)
 		tags[tagParent] = p.Parent
 		tags["pr"] = pr.Ref()
-		if err := c.callInto(ctx, "workflow_create", map[string]any{"name": kind + "-review " + pr.Ref(), "tags": tags}, &child); err != nil {
+		if err := c.callInto(ctx, "workflow_create", map[string]any{"name": kind + "-review " + pr.Ref(), "tags": tags,
+			"parent_run_id": p.Parent}, &child); err != nil {
 			return p, err
 		}
 		p.Children[kind] = child.RunID
@@ -64,10 +69,9 @@ func createPipeline(ctx context.Context, c caller, demo string, pr review.PR) (p
 }
 
 // childRuns returns the reviewer runs of the review run parent, by kind.
-func childRuns(ctx context.Context, c caller, demo, parent string) (map[string]runInfo, error) {
+func childRuns(ctx context.Context, c caller, parent string) (map[string]runInfo, error) {
 	var res runsResult
-	err := c.callInto(ctx, "workflow_discover", map[string]any{
-		"tags": map[string]any{tagPipeline: pipelineName, tagDemo: demo, tagParent: parent}}, &res)
+	err := c.callInto(ctx, "workflow_discover", map[string]any{"parent_run_id": parent}, &res)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +84,8 @@ func childRuns(ctx context.Context, c caller, demo, parent string) (map[string]r
 
 // reviewProgress says which reviews are not finished yet: nil when all are,
 // else one phrase per open review ("Performance (running, attempt 2)").
-func reviewProgress(ctx context.Context, c caller, demo, parent string) ([]string, map[string]runInfo, error) {
-	runs, err := childRuns(ctx, c, demo, parent)
+func reviewProgress(ctx context.Context, c caller, parent string) ([]string, map[string]runInfo, error) {
+	runs, err := childRuns(ctx, c, parent)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,13 +108,37 @@ func reviewProgress(ctx context.Context, c caller, demo, parent string) ([]strin
 	return open, runs, nil
 }
 
-// awaitReviews blocks until every reviewer run of parent has finished (done
-// or failed), polling workflow_status, and returns them by kind. progress is
-// told which reviews are still open whenever that changes.
-func awaitReviews(ctx context.Context, c caller, demo, parent string, progress func(open []string)) (map[string]runInfo, error) {
+// openReview returns the demo's review run that is not finished yet,
+// whatever its status (a join parent still waiting for its reviews is not
+// claimable, so workflow_discover claimable=true would not show it); nil
+// when there is none.
+func openReview(ctx context.Context, c caller, demo string) (*runInfo, error) {
+	var res runsResult
+	if err := c.callInto(ctx, "workflow_discover", map[string]any{"tags": aggregatorTags(demo)}, &res); err != nil {
+		return nil, err
+	}
+	for i, r := range res.Runs {
+		if !finished(r.Status) {
+			return &res.Runs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// released are the statuses of a join parent that no longer waits for its
+// children.
+var released = []string{"created", "claimed", "running", "done", "failed"}
+
+// awaitReviews blocks until the sidecar releases the review run parent
+// (every reviewer run finished, done or failed) and returns the reviewer
+// runs by kind. It long-polls workflow_wait on parent, which answers as
+// soon as the commit finishing the last review releases it; each long-poll
+// lasts at most 30 s, after which progress is told which reviews are still
+// open (as it is at the start).
+func awaitReviews(ctx context.Context, c caller, parent string, progress func(open []string)) (map[string]runInfo, error) {
 	var last []string
 	for {
-		open, runs, err := reviewProgress(ctx, c, demo, parent)
+		open, runs, err := reviewProgress(ctx, c, parent)
 		if err != nil {
 			return nil, err
 		}
@@ -121,10 +149,22 @@ func awaitReviews(ctx context.Context, c caller, demo, parent string, progress f
 			progress(open)
 			last = open
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("still waiting for %s: %w", strings.Join(open, ", "), ctx.Err())
-		case <-time.After(500 * time.Millisecond):
+		timeout := 30 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(dl))
+		}
+		if timeout < time.Second {
+			return nil, fmt.Errorf("still waiting for %s: %w", strings.Join(open, ", "), context.DeadlineExceeded)
+		}
+		var w struct {
+			Reached bool `json:"reached"`
+		}
+		if err := c.callInto(ctx, "workflow_wait", map[string]any{"run_id": parent, "until": released,
+			"timeout_seconds": timeout.Seconds()}, &w); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("still waiting for %s: %w", strings.Join(open, ", "), ctx.Err())
+			}
+			return nil, err
 		}
 	}
 }

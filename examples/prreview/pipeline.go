@@ -12,7 +12,7 @@ const (
 	tagPipeline = "pipeline"
 	tagDemo     = "demo"   // one dashboard's runs, so several can share a sidecar
 	tagKind     = "kind"   // security, performance or style: what a reviewer run is for
-	tagParent   = "parent" // a reviewer run's review run
+	tagParent   = "parent" // a reviewer run's review run, whose id names the PR's keys (the runs are joined by parent_run_id)
 	tagStage    = "stage"  // "aggregate" on the review run itself
 	stageJoin   = "aggregate"
 

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// A proc is a worker or aggregator process the orchestrator started. Its
+// stdout lines arrive as events; when it has exited, an "exit" event.
+type proc struct {
+	id    string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+// startProc starts exe with args as the process id and sends its events to
+// events. Lines that are not events become "log" events.
+func startProc(exe, id string, args []string, events chan<- event) (*proc, error) {
+	cmd := exec.Command(exe, args...)
+	cmd.Env = os.Environ()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", id, err)
+	}
+	p := &proc{id: id, cmd: cmd, stdin: stdin}
+	pid := cmd.Process.Pid
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			var ev event
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.Ev == "" {
+				ev = event{Who: id, Ev: "log", Msg: sc.Text()}
+			}
+			ev.Who, ev.PID = id, pid
+			events <- ev
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		err := cmd.Wait()
+		msg := "exited"
+		if err != nil {
+			msg = "exited: " + err.Error()
+			if tail := strings.TrimSpace(stderr.String()); tail != "" {
+				msg += ": " + tail
+			}
+		}
+		events <- event{Who: id, Ev: "exit", Msg: msg, PID: pid}
+	}()
+	return p, nil
+}
+
+// lockedBuffer collects a process's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
