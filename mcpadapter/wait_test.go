@@ -87,7 +87,7 @@ func TestWaitBadArguments(t *testing.T) {
 		{"state_wait", `{"key":"k","timeout_seconds":0}`, "timeout_seconds must be greater than 0"},
 		{"state_wait", `{"key":"k","after_version":-1}`, "after_version must be >= 0"},
 		{"state_wait", `{"after_version":1}`, "key is required"},
-		{"workflow_wait", `{"run_id":"wf-1","until":["finished"]}`, `until: item 0 must be one of created, claimed, running, done, failed, got "finished"`},
+		{"workflow_wait", `{"run_id":"wf-1","until":["finished"]}`, `until: item 0 must be one of waiting, created, claimed, running, done, failed, got "finished"`},
 		{"workflow_wait", `{"run_id":"wf-1","until":"done"}`, "until must be an array of strings"},
 		{"workflow_wait", `{"run_id":"wf-1","until":["done","done"]}`, `until: item 1 repeats "done"`},
 		{"workflow_wait", `{"run_id":"wf-000000000000"}`, "not found"},
