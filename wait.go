@@ -59,7 +59,7 @@ type RunCondition func(Run) bool
 func (s *Store) WaitRun(ctx context.Context, id string, until ...Status) (Run, error) {
 	for _, st := range until {
 		if !st.Valid() {
-			return Run{}, wrap("workflow.wait", id, invalid("until", "%q is not a status (created, claimed, running, done or failed)", st))
+			return Run{}, wrap("workflow.wait", id, invalid("until", "%q is not a status (waiting, created, claimed, running, done or failed)", st))
 		}
 	}
 	r, err := s.waitRun(ctx, id, untilStatus(until), func(e backend.Event) bool {
@@ -79,6 +79,24 @@ func (s *Store) WaitRunFunc(ctx context.Context, id string, cond RunCondition) (
 	}
 	r, err := s.waitRun(ctx, id, cond, func(e backend.Event) bool { return strings.HasPrefix(e.Op, "workflow.") })
 	return r, wrap("workflow.wait", id, err)
+}
+
+// ChildrenFinished is a RunCondition for WaitRunFunc: it holds once the run
+// has children (WithParent) and every one of them is done or failed. A
+// parent created WithJoin need not wait for it: its last child's finish
+// turns it to created in the same commit, so WaitRun(ctx, id, StatusCreated)
+// returns when it can be claimed. ChildrenFinished is for a parent that does
+// not join, such as one whose own agent oversees its children.
+func ChildrenFinished(r Run) bool {
+	if len(r.Children) == 0 {
+		return false
+	}
+	for st, n := range r.Children {
+		if n > 0 && !st.Finished() {
+			return false
+		}
+	}
+	return true
 }
 
 // untilStatus is the condition of WaitRun.

@@ -107,3 +107,42 @@ func ExampleStore_WaitKey() {
 	// Output:
 	// {"replicas":3} true
 }
+
+// A supervisor waits until every child of a run it oversees has finished,
+// without joining them: WaitRunFunc with ChildrenFinished.
+func ExampleChildrenFinished() {
+	ctx := context.Background()
+	st, err := state.Open(ctx, "mem://")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+
+	batch, err := st.CreateRun(ctx, "nightly-batch", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var ids []string
+	for _, name := range []string{"shard-a", "shard-b"} {
+		c, err := st.CreateRun(ctx, name, nil, state.WithParent(batch.ID))
+		if err != nil {
+			log.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	go func() { // the workers
+		for i, id := range ids {
+			status := []state.Status{state.StatusDone, state.StatusFailed}[i]
+			if _, err := st.Checkpoint(ctx, id, 1, "out", state.WithStatus(status)); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}()
+	r, err := st.WaitRunFunc(ctx, batch.ID, state.ChildrenFinished)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(r.Status, r.Children[state.StatusDone], r.Children[state.StatusFailed])
+	// Output:
+	// created 1 1
+}
