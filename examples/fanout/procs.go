@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/statesidecar/state/examples/internal/procs"
 	"github.com/statesidecar/state/internal/syncbuf"
 )
 
@@ -25,17 +26,10 @@ type proc struct {
 func startProc(exe, id string, args []string, events chan<- event) (*proc, error) {
 	cmd := exec.Command(exe, args...)
 	cmd.Env = os.Environ()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
 	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	stdin, stdout, err := procs.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", id, err)
 	}
 	p := &proc{id: id, cmd: cmd, stdin: stdin}

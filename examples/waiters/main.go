@@ -49,6 +49,7 @@ import (
 	"github.com/statesidecar/state/sidecar"
 
 	"github.com/statesidecar/state/examples/internal/cli"
+	"github.com/statesidecar/state/examples/internal/procs"
 	"github.com/statesidecar/state/examples/internal/rediskeys"
 )
 
@@ -241,15 +242,8 @@ func startChild(ctx context.Context, storeURL string) (*child, error) {
 	}
 	cmd := exec.CommandContext(ctx, exe, "-serve", storeURL)
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	stdin, stdout, err := procs.Start(cmd)
 	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/statesidecar/state/examples/internal/loopback"
@@ -13,16 +11,10 @@ import (
 	"github.com/statesidecar/state/sidecar"
 )
 
-// Connect to a sidecar and read the text of a tool's answer.
+// Connect to a sidecar (one on memory, in this process) and read the text of a tool's answer.
 func ExampleConnect() {
-	dir, err := os.MkdirTemp("", "mcpconn-")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
 	cfg := sidecar.Defaults()
-	cfg.Backend, cfg.DBPath, cfg.Port = sidecar.BackendSQLite, filepath.Join(dir, "state.db"), 0
+	cfg.Backend, cfg.Port = sidecar.BackendMemory, 0
 	ctx := context.Background()
 	sc, err := loopback.Start(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

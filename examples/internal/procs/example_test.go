@@ -2,27 +2,30 @@ package procs_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 
 	"github.com/statesidecar/state/examples/internal/procs"
-	"github.com/statesidecar/state/internal/syncbuf"
 )
 
-// Once reaped, the child is gone.
-func ExampleGone() {
-	cmd := exec.Command("sh", "-c", "echo oops >&2")
-	var stderr syncbuf.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+// A child that echoes its stdin; once it has exited and been reaped, it is
+// gone.
+func ExampleStart() {
+	cmd := exec.Command("cat")
+	stdin, stdout, err := procs.Start(cmd)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Print(stderr.String())
-	fmt.Println(procs.Gone(cmd.Process.Pid))
+	_, _ = io.WriteString(stdin, "hello\n")
+	_ = stdin.Close()
+	out, _ := io.ReadAll(stdout)
+	fmt.Print(string(out))
+	fmt.Println(cmd.Wait(), procs.Gone(cmd.Process.Pid))
 	fmt.Println(procs.Gone(os.Getpid()))
 	// Output:
-	// oops
-	// true
+	// hello
+	// <nil> true
 	// false
 }
