@@ -107,28 +107,43 @@ func receive[T any](t *testing.T, c <-chan T, what string) T {
 	return zero
 }
 
+// acquire has holder "A" take resource for 30s.
+func acquire(t *testing.T, st *state.Store, resource string) state.Lease {
+	t.Helper()
+	l, err := st.TryAcquire(context.Background(), resource, "A", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// stopped reports whether ka has stopped, without waiting.
+func stopped(ka *state.KeepAlive) bool {
+	select {
+	case <-ka.Done():
+		return true
+	default:
+		return false
+	}
+}
+
 func TestKeepAliveEndsAtExpiryWhileARenewalHangs(t *testing.T) {
 	for _, mode := range []leaseMode{leasesHang, leasesHangForever} {
 		ctx := context.Background()
 		st, clk, d := newKeepAliveStore(t)
-		l, err := st.TryAcquire(ctx, "r", "A", 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := acquire(t, st, "r")
 		ka := st.KeepAlive(ctx, l)
 		waitTimers(t, clk, 2) // the expiry, and the first renewal
 		d.set(mode)
 		clk.Advance(10 * time.Second)
 		receive(t, d.calls, "the first renewal")
 		clk.Set(l.ExpiresAt.Add(-time.Millisecond))
-		select {
-		case <-ka.Done():
+		if stopped(ka) {
 			t.Fatalf("mode %d: the keep-alive stopped before the lease's expiry: %v", mode, ka.Err())
-		default:
 		}
 		clk.Set(l.ExpiresAt)
 		receive(t, ka.Done(), "the keep-alive to stop at the lease's expiry while its renewal hangs")
-		err = ka.Err()
+		err := ka.Err()
 		var le *state.LeaseExpiredError
 		if !errors.Is(err, state.ErrNotHeld) || !errors.As(err, &le) || !le.ExpiresAt.Equal(l.ExpiresAt) {
 			t.Errorf("mode %d: Err must say the lease expired at %v: %v", mode, l.ExpiresAt, err)
@@ -144,10 +159,7 @@ func TestKeepAliveEndsAtExpiryWhileARenewalHangs(t *testing.T) {
 func TestKeepAliveRetriesTransientErrorsWithGrowingPauses(t *testing.T) {
 	ctx := context.Background()
 	st, clk, d := newKeepAliveStore(t)
-	l, err := st.TryAcquire(ctx, "r", "A", 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, st, "r")
 	ka := st.KeepAlive(ctx, l)
 	defer ka.Stop()
 	waitTimers(t, clk, 2)
@@ -186,17 +198,12 @@ func TestKeepAliveRetriesTransientErrorsWithGrowingPauses(t *testing.T) {
 func TestKeepAliveRejectsANonPositiveTTL(t *testing.T) {
 	ctx := context.Background()
 	st, _, _ := newKeepAliveStore(t)
-	l, err := st.TryAcquire(ctx, "r", "A", 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, st, "r")
 	for _, ttl := range []time.Duration{0, -time.Second, time.Microsecond} {
 		bad := l
 		bad.TTL = ttl
 		ka := st.KeepAlive(ctx, bad)
-		select {
-		case <-ka.Done():
-		default:
+		if !stopped(ka) {
 			t.Fatalf("a keep-alive of a lease with TTL %v must be refused at once", ttl)
 		}
 		var fe *state.FieldError
@@ -209,15 +216,9 @@ func TestKeepAliveRejectsANonPositiveTTL(t *testing.T) {
 func TestKeepAliveEndsWhenTheStoreCloses(t *testing.T) {
 	ctx := context.Background()
 	st, clk, d := newKeepAliveStore(t)
-	l, err := st.TryAcquire(ctx, "r", "A", 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, st, "r")
 	idle := st.KeepAlive(ctx, l)
-	l2, err := st.TryAcquire(ctx, "r2", "A", 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l2 := acquire(t, st, "r2")
 	busy := st.KeepAlive(ctx, l2)
 	waitTimers(t, clk, 4)
 	d.set(leasesHang)
@@ -228,9 +229,7 @@ func TestKeepAliveEndsWhenTheStoreCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ka := range []*state.KeepAlive{idle, busy} {
-		select {
-		case <-ka.Done():
-		default:
+		if !stopped(ka) {
 			t.Fatal("Close must stop every keep-alive before it returns")
 		}
 		if !errors.Is(ka.Err(), state.ErrClosed) {
@@ -242,10 +241,7 @@ func TestKeepAliveEndsWhenTheStoreCloses(t *testing.T) {
 func TestKeepAliveStopsWhenTheLeaseIsLost(t *testing.T) {
 	ctx := context.Background()
 	st, clk, _ := newKeepAliveStore(t)
-	l, err := st.TryAcquire(ctx, "r", "A", 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, st, "r")
 	ka := st.KeepAlive(ctx, l)
 	waitTimers(t, clk, 2)
 	if ok, err := st.Release(ctx, "r", "A"); !ok || err != nil {

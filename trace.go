@@ -45,25 +45,25 @@ func (ds drivers) traced(t Tracer) drivers {
 	if t == nil {
 		return ds
 	}
-	name := ds.drv.Name()
-	ds.drv = tracedDriver{ds.drv, t, name}
+	tr := tracing{t, ds.drv.Name()}
+	ds.drv = tracedDriver{ds.drv, tr}
 	if ds.upd != nil {
-		ds.upd = tracedUpdater{ds.upd, t, name}
+		ds.upd = tracedUpdater{ds.upd, tr}
 	}
 	if ds.claimer != nil {
-		ds.claimer = tracedClaimer{ds.claimer, t, name}
+		ds.claimer = tracedClaimer{ds.claimer, tr}
 	}
 	if ds.leaser != nil {
-		ds.leaser = tracedLeaser{ds.leaser, t, name}
+		ds.leaser = tracedLeaser{ds.leaser, tr}
 	}
 	if ds.sweeper != nil {
-		ds.sweeper = tracedSweeper{ds.sweeper, t, name}
+		ds.sweeper = tracedSweeper{ds.sweeper, tr}
 	}
 	if ds.trimmer != nil {
-		ds.trimmer = tracedTrimmer{ds.trimmer, t, name}
+		ds.trimmer = tracedTrimmer{ds.trimmer, tr}
 	}
 	if ds.pinger != nil {
-		ds.pinger = tracedPinger{ds.pinger, t, name}
+		ds.pinger = tracedPinger{ds.pinger, tr}
 	}
 	return ds
 }
@@ -76,14 +76,21 @@ func trace[T any](ctx context.Context, t Tracer, c BackendCall, f func(context.C
 	return v, err
 }
 
-type tracedDriver struct {
-	d       backend.Driver
+// tracing is what every traced part holds: the Tracer and the backend's
+// name.
+type tracing struct {
 	t       Tracer
 	backend string
 }
 
-func (o tracedDriver) call(op, ns string, items int) BackendCall {
+// call describes the backend call op in namespace ns on items items.
+func (o tracing) call(op, ns string, items int) BackendCall {
 	return BackendCall{Op: op, Backend: o.backend, Namespace: ns, Items: items}
+}
+
+type tracedDriver struct {
+	d backend.Driver
+	tracing
 }
 
 func (o tracedDriver) Name() string { return o.d.Name() }
@@ -128,68 +135,57 @@ func (o tracedDriver) Reset(ctx context.Context, q *backend.ResetQuery) (backend
 func (o tracedDriver) Close() error { return o.d.Close() }
 
 type tracedUpdater struct {
-	u       backend.Updater
-	t       Tracer
-	backend string
+	u backend.Updater
+	tracing
 }
 
 func (o tracedUpdater) Update(ctx context.Context, q *backend.GetQuery, fn func([]backend.Record, time.Time) (*backend.Txn, error)) (backend.Result, error) {
-	c := BackendCall{Op: "update", Backend: o.backend, Namespace: q.NS, Items: len(q.Keys)}
-	return trace(ctx, o.t, c, func(ctx context.Context) (backend.Result, error) { return o.u.Update(ctx, q, fn) })
+	return trace(ctx, o.t, o.call("update", q.NS, len(q.Keys)), func(ctx context.Context) (backend.Result, error) { return o.u.Update(ctx, q, fn) })
 }
 
 type tracedClaimer struct {
-	c       backend.Claimer
-	t       Tracer
-	backend string
+	c backend.Claimer
+	tracing
 }
 
 func (o tracedClaimer) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.ClaimResult, error) {
-	c := BackendCall{Op: "claim", Backend: o.backend, Namespace: q.NS}
-	return trace(ctx, o.t, c, func(ctx context.Context) (backend.ClaimResult, error) { return o.c.ClaimRun(ctx, q) })
+	return trace(ctx, o.t, o.call("claim", q.NS, 0), func(ctx context.Context) (backend.ClaimResult, error) { return o.c.ClaimRun(ctx, q) })
 }
 
 type tracedLeaser struct {
-	l       backend.Leaser
-	t       Tracer
-	backend string
+	l backend.Leaser
+	tracing
 }
 
 func (o tracedLeaser) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.LeaseResult, error) {
-	c := BackendCall{Op: "lease", Backend: o.backend, Namespace: q.NS}
-	return trace(ctx, o.t, c, func(ctx context.Context) (backend.LeaseResult, error) { return o.l.Lease(ctx, q) })
+	return trace(ctx, o.t, o.call("lease", q.NS, 0), func(ctx context.Context) (backend.LeaseResult, error) { return o.l.Lease(ctx, q) })
 }
 
 type tracedSweeper struct {
-	s       backend.Sweeper
-	t       Tracer
-	backend string
+	s backend.Sweeper
+	tracing
 }
 
 func (o tracedSweeper) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.SweepResult, error) {
-	c := BackendCall{Op: "sweep", Backend: o.backend}
-	return trace(ctx, o.t, c, func(ctx context.Context) (backend.SweepResult, error) { return o.s.Sweep(ctx, q) })
+	return trace(ctx, o.t, o.call("sweep", "", 0), func(ctx context.Context) (backend.SweepResult, error) { return o.s.Sweep(ctx, q) })
 }
 
 type tracedTrimmer struct {
-	tr      backend.HistoryTrimmer
-	t       Tracer
-	backend string
+	tr backend.HistoryTrimmer
+	tracing
 }
 
 func (o tracedTrimmer) TrimHistory(ctx context.Context, q *backend.TrimQuery) (backend.TrimResult, error) {
-	c := BackendCall{Op: "trim", Backend: o.backend, Namespace: q.NS}
-	return trace(ctx, o.t, c, func(ctx context.Context) (backend.TrimResult, error) { return o.tr.TrimHistory(ctx, q) })
+	return trace(ctx, o.t, o.call("trim", q.NS, 0), func(ctx context.Context) (backend.TrimResult, error) { return o.tr.TrimHistory(ctx, q) })
 }
 
 type tracedPinger struct {
-	p       backend.Pinger
-	t       Tracer
-	backend string
+	p backend.Pinger
+	tracing
 }
 
 func (o tracedPinger) Ping(ctx context.Context) error {
-	_, err := trace(ctx, o.t, BackendCall{Op: "ping", Backend: o.backend}, func(ctx context.Context) (struct{}, error) {
+	_, err := trace(ctx, o.t, o.call("ping", "", 0), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, o.p.Ping(ctx)
 	})
 	return err

@@ -1,14 +1,12 @@
 package mcpadapter_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +17,8 @@ import (
 	"github.com/statesidecar/state/backend/memstate"
 	"github.com/statesidecar/state/mcpadapter"
 	"github.com/statesidecar/state/statetest"
+
+	"github.com/statesidecar/state/internal/syncbuf"
 )
 
 // faultyDriver is a memory backend whose reads panic or fail on demand.
@@ -62,32 +62,15 @@ func faultyStore(t *testing.T) (*state.Store, *faultyDriver) {
 	return st, d
 }
 
-// logBuffer collects log output for a test.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+// logger returns a logger that writes to buf.
+func logger(buf *syncbuf.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(buf, nil)) }
 
 var errorID = regexp.MustCompile(`\(error id ([0-9a-f]{16}); the details are in the server's log\)`)
 
 // hiddenError checks that a client's error text names nothing of the
 // backend but carries an error id, and that the log has the details under
 // that id.
-func hiddenError(t *testing.T, text, detail string, log *logBuffer) {
+func hiddenError(t *testing.T, text, detail string, log *syncbuf.Buffer) {
 	t.Helper()
 	if strings.Contains(text, detail) || strings.Contains(text, "10.0.0.9") {
 		t.Errorf("a client's error names the backend: %s", text)
@@ -111,9 +94,9 @@ func hiddenError(t *testing.T, text, detail string, log *logBuffer) {
 func TestPanicIsRecovered(t *testing.T) {
 	st, d := faultyStore(t)
 	var observed atomic.Value
-	var log logBuffer
+	var log syncbuf.Buffer
 	s := server.NewMCPServer("host", "1.0.0")
-	mcpadapter.Register(s, st, &mcpadapter.Options{Logger: log.logger(), Observe: func(tool string, _ time.Duration, isError bool) {
+	mcpadapter.Register(s, st, &mcpadapter.Options{Logger: logger(&log), Observe: func(tool string, _ time.Duration, isError bool) {
 		observed.Store([2]any{tool, isError})
 	}})
 	c := connect(t, s)
@@ -135,8 +118,8 @@ func TestPanicIsRecovered(t *testing.T) {
 // words; those go to the log with the same id.
 func TestBackendOutage(t *testing.T) {
 	st, d := faultyStore(t)
-	var log logBuffer
-	c := connect(t, mcpadapter.NewServer(st, &mcpadapter.Options{Logger: log.logger()}))
+	var log syncbuf.Buffer
+	c := connect(t, mcpadapter.NewServer(st, &mcpadapter.Options{Logger: logger(&log)}))
 	d.down.Store(true)
 	msg := c.fail("state_get", `{"key":"k"}`)
 	if !strings.HasPrefix(msg, "Error calling tool 'state_get': the store could not complete the call (error id ") {
@@ -161,8 +144,8 @@ func TestBackendOutage(t *testing.T) {
 // A call that outlives its deadline says so, with an error id.
 func TestDeadlineIsAStableMessage(t *testing.T) {
 	st, d := faultyStore(t)
-	var log logBuffer
-	c := connect(t, mcpadapter.NewServer(st, &mcpadapter.Options{Logger: log.logger()}))
+	var log syncbuf.Buffer
+	c := connect(t, mcpadapter.NewServer(st, &mcpadapter.Options{Logger: logger(&log)}))
 	d.hang.Store(true)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()

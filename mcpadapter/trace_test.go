@@ -2,7 +2,6 @@ package mcpadapter_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -19,6 +18,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/statesidecar/state/internal/spantest"
 )
 
 // tracedClient returns a client of tools traced into an in-memory exporter,
@@ -26,13 +27,6 @@ import (
 func tracedClient(t *testing.T, st *state.Store, tp *sdktrace.TracerProvider, log *slog.Logger) *mcpc {
 	t.Helper()
 	return connect(t, mcpadapter.NewServer(st, &mcpadapter.Options{TracerProvider: tp, Logger: log}))
-}
-
-func newProvider(t *testing.T) (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return tp, exp
 }
 
 func spanAttrs(s tracetest.SpanStub) map[attribute.Key]string {
@@ -43,21 +37,8 @@ func spanAttrs(s tracetest.SpanStub) map[attribute.Key]string {
 	return m
 }
 
-func spanNamed(t *testing.T, exp *tracetest.InMemoryExporter, name string) tracetest.SpanStub {
-	t.Helper()
-	var names []string
-	for _, s := range exp.GetSpans() {
-		if s.Name == name {
-			return s
-		}
-		names = append(names, s.Name)
-	}
-	t.Fatalf("no span %q among %q", name, names)
-	return tracetest.SpanStub{}
-}
-
 func TestToolCallSpanFollowsTheMCPConventionsAndCarriesNoData(t *testing.T) {
-	tp, exp := newProvider(t)
+	tp, exp := spantest.New(t)
 	st, err := state.New(memstate.New(), &state.Options{Tracer: otelstate.NewTracer(tp, nil), Clock: statetest.NewClock(), SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +48,7 @@ func TestToolCallSpanFollowsTheMCPConventionsAndCarriesNoData(t *testing.T) {
 
 	ctx := mcpadapter.WithNamespace(t.Context(), "team-a")
 	c.okCtx(ctx, "state_set", `{"key":"customer/alice","value":{"card":"4111"},"agent_id":"agent-secret"}`)
-	s := spanNamed(t, exp, "tools/call state_set")
+	s := spantest.Named(t, exp, "tools/call state_set")
 	a := spanAttrs(s)
 	want := map[attribute.Key]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "state_set",
 		"gen_ai.operation.name": "execute_tool", "state.namespace": "team-a", "state.outcome": "ok"}
@@ -82,7 +63,7 @@ func TestToolCallSpanFollowsTheMCPConventionsAndCarriesNoData(t *testing.T) {
 	if s.Parent.IsValid() {
 		t.Errorf("tool span has parent %v without any trace context given", s.Parent)
 	}
-	commit := spanNamed(t, exp, "state.commit")
+	commit := spantest.Named(t, exp, "state.commit")
 	if commit.Parent.SpanID() != s.SpanContext.SpanID() || spanAttrs(commit)["state.namespace"] != "team-a" {
 		t.Errorf("the backend's commit span is not the tool span's child in namespace team-a: parent %v, attributes %v",
 			commit.Parent.SpanID(), commit.Attributes)
@@ -97,7 +78,7 @@ func TestToolCallSpanFollowsTheMCPConventionsAndCarriesNoData(t *testing.T) {
 }
 
 func TestToolCallSpanParentComesFromMeta(t *testing.T) {
-	tp, exp := newProvider(t)
+	tp, exp := spantest.New(t)
 	st, _ := statetest.NewStore(t)
 	c := tracedClient(t, st, tp, nil)
 
@@ -117,7 +98,7 @@ func TestToolCallSpanParentComesFromMeta(t *testing.T) {
 	if _, err := c.c.CallTool(ambient, req); err != nil {
 		t.Fatal(err)
 	}
-	s := spanNamed(t, exp, "tools/call state_get")
+	s := spantest.Named(t, exp, "tools/call state_get")
 	if s.SpanContext.TraceID().String() != traceID || s.Parent.SpanID().String() != spanID || !s.Parent.IsRemote() {
 		t.Errorf("tool span trace %s parent %s (remote %v), want trace %s parent %s from _meta",
 			s.SpanContext.TraceID(), s.Parent.SpanID(), s.Parent.IsRemote(), traceID, spanID)
@@ -132,7 +113,7 @@ func TestToolCallSpanParentComesFromMeta(t *testing.T) {
 	// Without _meta the span in the context is the parent, with no link.
 	exp.Reset()
 	c.okCtx(ambient, "state_get", `{"key":"k"}`)
-	s = spanNamed(t, exp, "tools/call state_get")
+	s = spantest.Named(t, exp, "tools/call state_get")
 	if s.Parent.SpanID() != ambientSpan.SpanContext().SpanID() || len(s.Links) != 0 {
 		t.Errorf("without _meta: parent %s links %v, want the ambient span %s and no link",
 			s.Parent.SpanID(), s.Links, ambientSpan.SpanContext().SpanID())
@@ -140,7 +121,7 @@ func TestToolCallSpanParentComesFromMeta(t *testing.T) {
 }
 
 func TestToolErrorSpanNamesTheKindAndTheErrorID(t *testing.T) {
-	tp, exp := newProvider(t)
+	tp, exp := spantest.New(t)
 	var logs bytes.Buffer
 	st, d := faultyStore(t)
 	c := tracedClient(t, st, tp, slog.New(slog.NewJSONHandler(&logs, nil)))
@@ -153,7 +134,7 @@ func TestToolErrorSpanNamesTheKindAndTheErrorID(t *testing.T) {
 	} {
 		exp.Reset()
 		c.fail(tc.tool, tc.args)
-		s := spanNamed(t, exp, "tools/call "+tc.tool)
+		s := spantest.Named(t, exp, "tools/call "+tc.tool)
 		a := spanAttrs(s)
 		if a["state.outcome"] != tc.outcome || a["error.type"] != "tool_error" || s.Status.Code != codes.Error || s.Status.Description != tc.outcome {
 			t.Errorf("%s(%s): outcome %q error.type %q status %v, want %q, tool_error and an error status naming it",
@@ -164,7 +145,7 @@ func TestToolErrorSpanNamesTheKindAndTheErrorID(t *testing.T) {
 	exp.Reset()
 	d.down.Store(true)
 	text := c.fail("state_get", `{"key":"k"}`)
-	s := spanNamed(t, exp, "tools/call state_get")
+	s := spantest.Named(t, exp, "tools/call state_get")
 	a := spanAttrs(s)
 	id := a["state.error_id"]
 	if a["state.outcome"] != "internal" || id == "" || !strings.Contains(text, id) {
@@ -179,7 +160,7 @@ func TestToolErrorSpanNamesTheKindAndTheErrorID(t *testing.T) {
 }
 
 func TestNoTracerProviderNoSpans(t *testing.T) {
-	tp, exp := newProvider(t)
+	tp, exp := spantest.New(t)
 	st, _ := statetest.NewStore(t)
 	c := connect(t, mcpadapter.NewServer(st, nil))
 	ctx, span := tp.Tracer("caller").Start(t.Context(), "caller")

@@ -15,18 +15,17 @@ import (
 	"github.com/statesidecar/state/statetest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/statesidecar/state/internal/spantest"
 )
 
 // tracedStore returns a memory store traced by otelstate into an in-memory
 // exporter.
 func tracedStore(t *testing.T, opts *otelstate.Options) (*state.Store, *tracetest.InMemoryExporter, trace.Tracer) {
 	t.Helper()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tp, exp := spantest.New(t)
 	st, err := state.New(memstate.New(), &state.Options{Tracer: otelstate.NewTracer(tp, opts),
 		Clock: statetest.NewClock(), SweepInterval: -1, Namespace: "team-a"})
 	if err != nil {
@@ -126,9 +125,7 @@ func (failingDriver) Get(context.Context, string, string, time.Time) (backend.Re
 }
 
 func TestFailureIsAClassNotATextAndCancellationIsNamed(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	tp, exp := spantest.New(t)
 	st, err := state.New(failingDriver{memstate.New()}, &state.Options{Tracer: otelstate.NewTracer(tp, nil), SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,16 @@ func open(t *testing.T, src string) *pyimport.Source {
 	return s
 }
 
+// standardSQLite writes the standard Python fixture, as of now, to a
+// SQLite file of the Python sidecar's, and returns it with the file's path.
+func standardSQLite(t *testing.T) (*pythontest.Fixture, string) {
+	t.Helper()
+	f := pythontest.Standard(time.Now())
+	path := filepath.Join(t.TempDir(), "state_sidecar.db")
+	f.WriteSQLite(t, path)
+	return f, path
+}
+
 // want checks the counts of a report, kind by kind.
 func want(t *testing.T, rep *pyimport.Report, counts map[pyimport.Kind]pyimport.Count) {
 	t.Helper()
@@ -49,9 +59,7 @@ func want(t *testing.T, rep *pyimport.Report, counts map[pyimport.Kind]pyimport.
 func TestImportSQLite(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
-		f := pythontest.Standard(time.Now())
-		path := filepath.Join(t.TempDir(), "state_sidecar.db")
-		f.WriteSQLite(t, path)
+		f, path := standardSQLite(t)
 		before, _ := os.ReadFile(path)
 		st, err := storetest.Open(t, b.URL, &state.Options{SweepInterval: -1}).Namespace("imported")
 		if err != nil {
@@ -116,9 +124,7 @@ func TestImportSQLite(t *testing.T) {
 // since is kept as the store has it.
 func TestImportSQLiteNewHistoryOnly(t *testing.T) {
 	ctx := context.Background()
-	f := pythontest.Standard(time.Now())
-	path := filepath.Join(t.TempDir(), "state_sidecar.db")
-	f.WriteSQLite(t, path)
+	_, path := standardSQLite(t)
 	st := storetest.Open(t, "mem://", nil)
 	if _, err := pyimport.Import(ctx, open(t, path), st, nil); err != nil {
 		t.Fatal(err)
@@ -214,9 +220,7 @@ func TestImportSQLiteRefusesWhatTheStoreRefuses(t *testing.T) {
 // empty namespace would do, refusals included, without a store.
 func TestImportDryRunWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	f := pythontest.Standard(time.Now())
-	path := filepath.Join(t.TempDir(), "state_sidecar.db")
-	f.WriteSQLite(t, path)
+	_, path := standardSQLite(t)
 	rep, err := pyimport.Import(ctx, open(t, path), nil, &pyimport.Options{DryRun: true, Limits: state.Limits{MaxValueBytes: 30}})
 	if err != nil {
 		t.Fatal(err)
@@ -239,9 +243,7 @@ func TestImportDryRunWritesNothing(t *testing.T) {
 // opens as a store without the option.
 func TestImportSQLiteInPlace(t *testing.T) {
 	ctx := context.Background()
-	f := pythontest.Standard(time.Now())
-	path := filepath.Join(t.TempDir(), "state_sidecar.db")
-	f.WriteSQLite(t, path)
+	f, path := standardSQLite(t)
 	d, err := sqlitestate.Open(ctx, path, &sqlitestate.Options{BesidePython: true})
 	if err != nil {
 		t.Fatal(err)
@@ -307,9 +309,7 @@ func TestOpenSQLiteRefusesWhatIsNotPython(t *testing.T) {
 func TestImportTwiceAtOnce(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
-		f := pythontest.Standard(time.Now())
-		path := filepath.Join(t.TempDir(), "state_sidecar.db")
-		f.WriteSQLite(t, path)
+		f, path := standardSQLite(t)
 		st := storetest.Open(t, b.URL, &state.Options{SweepInterval: -1})
 		var met sync.WaitGroup
 		met.Add(2)

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/statesidecar/state"
 )
@@ -47,6 +49,17 @@ type Env struct {
 // ProcessEnv returns the process's environment and standard streams.
 func ProcessEnv() Env {
 	return Env{LookupEnv: os.LookupEnv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+}
+
+// ProcessMain is the whole main function of the state-sidecar program:
+// Main with the process's arguments and environment (ProcessEnv) and the
+// import command, under a context that SIGINT or SIGTERM cancels (a
+// graceful stop). It exits the process with Main's status.
+func ProcessMain() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, os.Args[1:], ProcessEnv(), ImportCommand())
+	stop()
+	os.Exit(code)
 }
 
 // Main runs the state-sidecar command line and returns its exit status:

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/statesidecar/state/internal/syncbuf"
 )
 
 // Every tool call has a deadline: a backend that does not answer makes the
@@ -48,7 +50,7 @@ func TestRequestDeadlineOverStdio(t *testing.T) {
 // runStdio serves one line of input on stdio and returns the output.
 func runStdio(t *testing.T, sc *Sidecar, line string) string {
 	t.Helper()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	if err := sc.ServeStdio(ctx, strings.NewReader(line+"\n"), &out); err != nil {

@@ -118,3 +118,10 @@ func ExampleMain() {
 	// state-sidecar: configuration error: -port: "http" is not a port number (0-65535)
 	// 2
 }
+
+// A program's main function that is the state-sidecar command (as
+// cmd/state-sidecar and examples/server are). It exits the process, so
+// this example is compiled but not run.
+func ExampleProcessMain() {
+	sidecar.ProcessMain()
+}

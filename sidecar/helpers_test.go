@@ -11,39 +11,22 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/statesidecar/state/internal/syncbuf"
 )
 
 // wait bounds every real wait in these tests: generous, because the machine
 // may be busy; a wait that ends early is never a failure.
 const wait = 2 * time.Minute
 
-// syncBuffer collects log output; it is shown when a test fails.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func testLogger(t *testing.T) *slog.Logger {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("sidecar log:\n%s", buf.String())

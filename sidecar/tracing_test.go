@@ -11,8 +11,9 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/statesidecar/state/internal/spantest"
 )
 
 // TestTraceParentOverHTTP: an agent with a span of its own calls a tool over
@@ -20,18 +21,14 @@ import (
 // headers; the sidecar's tool span is that span's child, and the backend
 // calls are the tool span's children, in one trace.
 func TestTraceParentOverHTTP(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	tp, exp := spantest.New(t)
 	cfg := memConfig()
 	cfg.TracerProvider = tp
 	cfg.Tokens = []Token{{Secret: "tok-a", Namespace: "team-a"}}
 	r := startHTTP(t, cfg)
 
 	// The agent's own tracing: another provider, as in another process.
-	agentExp := tracetest.NewInMemoryExporter()
-	agentTP := sdktrace.NewTracerProvider(sdktrace.WithSyncer(agentExp))
-	defer agentTP.Shutdown(context.Background())
+	agentTP, _ := spantest.New(t)
 	prop := propagation.TraceContext{}
 	c := connect(t, r.URL, false, transport.WithHTTPHeaderFunc(func(ctx context.Context) map[string]string {
 		h := map[string]string{"Authorization": "Bearer tok-a"}
@@ -51,7 +48,7 @@ func TestTraceParentOverHTTP(t *testing.T) {
 	}
 	agentSpan.End()
 
-	tool := findSpan(t, exp, "tools/call state_set")
+	tool := spantest.Named(t, exp, "tools/call state_set")
 	if tool.SpanContext.TraceID() != agentSpan.SpanContext().TraceID() || tool.Parent.SpanID() != agentSpan.SpanContext().SpanID() || !tool.Parent.IsRemote() {
 		t.Fatalf("tool span: trace %s parent %s, want the agent's trace %s and span %s (remote)",
 			tool.SpanContext.TraceID(), tool.Parent.SpanID(), agentSpan.SpanContext().TraceID(), agentSpan.SpanContext().SpanID())
@@ -85,7 +82,7 @@ func TestTraceParentOverHTTP(t *testing.T) {
 		t.Fatalf("state_get: %v %v", err, res)
 	}
 	agentSpan.End()
-	tool = findSpan(t, exp, "tools/call state_get")
+	tool = spantest.Named(t, exp, "tools/call state_get")
 	if tool.SpanContext.TraceID().String() != metaTrace || tool.Parent.SpanID().String() != metaSpan {
 		t.Errorf("with _meta: tool span trace %s parent %s, want %s and %s", tool.SpanContext.TraceID(), tool.Parent.SpanID(), metaTrace, metaSpan)
 	}
@@ -98,9 +95,7 @@ func TestTraceParentOverHTTP(t *testing.T) {
 // not even through OpenTelemetry's global provider (which a program may have
 // set for itself), and a traceparent header changes nothing.
 func TestNoTracingNoSpans(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	tp, exp := spantest.New(t)
 	prev := otel.GetTracerProvider()
 	otel.SetTracerProvider(tp)
 	defer otel.SetTracerProvider(prev)
@@ -113,19 +108,6 @@ func TestNoTracingNoSpans(t *testing.T) {
 	if spans := exp.GetSpans(); len(spans) != 0 {
 		t.Errorf("%d spans without tracing configured, want 0: %v", len(spans), spans)
 	}
-}
-
-func findSpan(t *testing.T, exp *tracetest.InMemoryExporter, name string) tracetest.SpanStub {
-	t.Helper()
-	var names []string
-	for _, s := range exp.GetSpans() {
-		if s.Name == name {
-			return s
-		}
-		names = append(names, s.Name)
-	}
-	t.Fatalf("no span %q among %q", name, names)
-	return tracetest.SpanStub{}
 }
 
 // TestTracingFromEnv: traces are exported only when the OTEL_* variables

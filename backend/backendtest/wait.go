@@ -42,6 +42,23 @@ func waitStore(t *testing.T, d backend.Driver, poll time.Duration, ns string) (*
 	return st, clk
 }
 
+// twoHandles returns two stores on one new driver and namespace, standing
+// for two processes: each learns of the other's writes only through the
+// driver (backend.Notifier) or, if the driver does not notify, by polling
+// every 10ms.
+func twoHandles(t *testing.T, e storeEnv) (*state.Store, *state.Store) {
+	t.Helper()
+	d := e.newDriver(t)
+	poll := 10 * time.Millisecond
+	if notifies(d) {
+		poll = time.Hour
+	}
+	ns := newNS()
+	a, _ := waitStore(t, d, poll, ns)
+	b, _ := waitStore(t, d, poll, ns)
+	return a, b
+}
+
 // parked waits until n calls wait on st.
 func parked(t *testing.T, st *state.Store, n int) {
 	t.Helper()
@@ -176,14 +193,7 @@ func waitCases() []testCase[storeEnv] {
 			// waiter's store learns of the other's write only through the
 			// driver (backend.Notifier) or by polling.
 			is := is.New(t)
-			d := e.newDriver(t)
-			poll := 10 * time.Millisecond
-			if notifies(d) {
-				poll = time.Hour
-			}
-			ns := newNS()
-			waiter, _ := waitStore(t, d, poll, ns)
-			writer, _ := waitStore(t, d, poll, ns)
+			waiter, writer := twoHandles(t, e)
 			first, err := writer.Set(ctx, "k", 1)
 			is.NoErr(err)
 			ch := async(func() (state.Entry, error) { return waiter.WaitKey(ctx, "k", first.Version) })
@@ -330,14 +340,7 @@ func waitCases() []testCase[storeEnv] {
 		}},
 		{"WatchOfOtherHandlesWrites", func(t *testing.T, e storeEnv) {
 			is := is.New(t)
-			d := e.newDriver(t)
-			poll := 10 * time.Millisecond
-			if notifies(d) {
-				poll = time.Hour
-			}
-			ns := newNS()
-			watcher, _ := waitStore(t, d, poll, ns)
-			writer, _ := waitStore(t, d, poll, ns)
+			watcher, writer := twoHandles(t, e)
 			ch := async(func() (state.Event, error) {
 				for ev, err := range watcher.Watch(ctx, state.WatchQuery{}) {
 					return ev, err

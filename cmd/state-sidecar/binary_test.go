@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/statesidecar/state/internal/syncbuf"
 )
 
 // wait bounds every real wait: generous, because the machine may be busy.
@@ -69,30 +71,12 @@ func cleanEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// lockedBuffer is a bytes.Buffer safe for one writer and many readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // proc is a running sidecar binary.
 type proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.Reader
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	done   chan struct{}
 	err    error
 }
@@ -100,8 +84,16 @@ type proc struct {
 // start runs the binary with a clean environment plus env.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(binary(t), args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = cleanEnv(env...)
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = cleanEnv(env...)
+	return run(t, cmd)
+}
+
+// run starts cmd with pipes to its stdin and stdout and its stderr
+// collected; it is killed, if still running, when the test ends.
+func run(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

@@ -58,35 +58,12 @@ func dockerBuild(t *testing.T, out string) string {
 // startIn runs bin chrooted into root as the non-root user, with only env.
 func startIn(t *testing.T, root string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command("/usr/local/bin/state-sidecar", args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd.Path = "/usr/local/bin/state-sidecar" // resolved inside the chroot
-	p.cmd.Dir = "/"
-	p.cmd.Env = env
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: nonroot, Gid: nonroot}}
-	p.cmd.Stderr = p.stderr
-	var err error
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if p.stdout, err = p.cmd.StdoutPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("sidecar stderr:\n%s", p.stderr.String())
-		}
-	})
-	return p
+	cmd := exec.Command("/usr/local/bin/state-sidecar", args...)
+	cmd.Path = "/usr/local/bin/state-sidecar" // resolved inside the chroot
+	cmd.Dir = "/"
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: nonroot, Gid: nonroot}}
+	return run(t, cmd)
 }
 
 // TestStaticBinaryInEmptyRoot builds the binary exactly as the Dockerfile's

@@ -17,18 +17,6 @@
 // the stdio transport. The program is package sidecar's Main.
 package main
 
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
+import "github.com/statesidecar/state/sidecar"
 
-	"github.com/statesidecar/state/sidecar"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := sidecar.Main(ctx, os.Args[1:], sidecar.ProcessEnv(), sidecar.ImportCommand())
-	stop()
-	os.Exit(code)
-}
+func main() { sidecar.ProcessMain() }

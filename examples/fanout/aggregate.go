@@ -11,7 +11,7 @@ import (
 
 // aggregatorConfig is what an aggregator process is told.
 type aggregatorConfig struct {
-	Sidecar, ID, Job, Parent string
+	agentFlags
 }
 
 // A report is the aggregator's join of the items' results.

@@ -112,14 +112,11 @@ func parseFlags(args []string, getenv func(string) string, usage io.Writer) (con
 // workerMain is the "fanout worker" subcommand.
 func workerMain(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var c workerConfig
-	fs := subcommand("worker", &c.Sidecar, &c.ID, &c.Job, &c.Parent, stderr)
+	fs := c.flagSet("worker", stderr)
 	fs.DurationVar(&c.ClaimTTL, "claim-ttl", 3*time.Second, "claim TTL")
 	fs.DurationVar(&c.StepDelay, "step-delay", 300*time.Millisecond, "time each step takes")
 	fs.Int64Var(&c.StallAfter, "stall-after", 0, "stall, holding the claim, after checkpointing this step (0: never): the orchestrator kills it there")
-	if err := parseSub(fs, args, &c.Sidecar, &c.Job, &c.Parent); err != nil {
-		return err
-	}
-	cl, err := dial(ctx, c.Sidecar, getenv("FANOUT_SIDECAR_TOKEN"), "fanout-"+c.ID)
+	cl, err := c.connect(ctx, fs, args, getenv)
 	if err != nil {
 		return err
 	}
@@ -131,11 +128,7 @@ func workerMain(ctx context.Context, args []string, getenv func(string) string, 
 // aggregatorMain is the "fanout aggregate" subcommand.
 func aggregatorMain(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var c aggregatorConfig
-	fs := subcommand("aggregate", &c.Sidecar, &c.ID, &c.Job, &c.Parent, stderr)
-	if err := parseSub(fs, args, &c.Sidecar, &c.Job, &c.Parent); err != nil {
-		return err
-	}
-	cl, err := dial(ctx, c.Sidecar, getenv("FANOUT_SIDECAR_TOKEN"), "fanout-"+c.ID)
+	cl, err := c.connect(ctx, c.flagSet("aggregate", stderr), args, getenv)
 	if err != nil {
 		return err
 	}
@@ -144,27 +137,33 @@ func aggregatorMain(ctx context.Context, args []string, getenv func(string) stri
 	return a.run(ctx)
 }
 
-// subcommand returns the flags the worker and the aggregator share.
-func subcommand(name string, sidecarURL, id, job, parent *string, usage io.Writer) *flag.FlagSet {
+// agentFlags are the flags the worker and the aggregator share.
+type agentFlags struct {
+	Sidecar, ID, Job, Parent string
+}
+
+// flagSet returns the flags of the subcommand name, set into f.
+func (f *agentFlags) flagSet(name string, usage io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("fanout "+name, flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.StringVar(sidecarURL, "sidecar", "", "sidecar URL (token: env FANOUT_SIDECAR_TOKEN)")
-	fs.StringVar(id, "id", name, "agent id")
-	fs.StringVar(job, "job", "", "job name")
-	fs.StringVar(parent, "parent", "", "the job's join parent run id")
+	fs.StringVar(&f.Sidecar, "sidecar", "", "sidecar URL (token: env FANOUT_SIDECAR_TOKEN)")
+	fs.StringVar(&f.ID, "id", name, "agent id")
+	fs.StringVar(&f.Job, "job", "", "job name")
+	fs.StringVar(&f.Parent, "parent", "", "the job's join parent run id")
 	return fs
 }
 
-// parseSub parses a subcommand's flags and checks the required ones.
-func parseSub(fs *flag.FlagSet, args []string, sidecarURL, job, parent *string) error {
+// connect parses a subcommand's flags, checks the required ones and
+// connects to the sidecar as "fanout-<id>".
+func (f *agentFlags) connect(ctx context.Context, fs *flag.FlagSet, args []string, getenv func(string) string) (*sidecarClient, error) {
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if *sidecarURL == "" || *job == "" || *parent == "" {
-		return errors.New("-sidecar, -job and -parent are required")
+	if f.Sidecar == "" || f.Job == "" || f.Parent == "" {
+		return nil, errors.New("-sidecar, -job and -parent are required")
 	}
-	return nil
+	return dial(ctx, f.Sidecar, getenv("FANOUT_SIDECAR_TOKEN"), "fanout-"+f.ID)
 }

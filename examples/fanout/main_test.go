@@ -7,9 +7,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/statesidecar/state/examples/internal/procs"
 )
 
 // wait bounds the whole story: generous, because the machine may be busy.
@@ -48,7 +49,7 @@ func TestStory(t *testing.T) {
 		t.Errorf("%d processes started, want %d workers and 2 aggregators", len(out.PIDs), workers)
 	}
 	for _, pid := range out.PIDs {
-		if !gone(pid) {
+		if !procs.Gone(pid) {
 			t.Errorf("pid %d still runs after the orchestrator returned", pid)
 		}
 	}
@@ -208,19 +209,6 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-// gone reports whether a process no longer runs (a zombie does not).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
-}
-
 // cancelOn is a transcript writer that cancels when a line contains what.
 type cancelOn struct {
 	what   string
@@ -255,7 +243,7 @@ func TestCancelStopsEveryProcess(t *testing.T) {
 		t.Fatalf("only %d processes started before the cancel", len(out.PIDs))
 	}
 	for _, pid := range out.PIDs {
-		if !gone(pid) {
+		if !procs.Gone(pid) {
 			t.Errorf("pid %d still runs after the orchestrator returned", pid)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/statesidecar/state/examples/internal/mcpconn"
 )
 
 // A sidecarClient is an MCP client of the sidecar over Streamable HTTP:
@@ -37,18 +38,8 @@ func dial(ctx context.Context, base, token, name string) (*sidecarClient, error)
 	if token != "" {
 		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	}
-	c, err := client.NewStreamableHttpClient(ep, opts...)
+	c, err := mcpconn.Connect(ctx, ep, name, opts...)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.Start(ctx); err != nil {
-		return nil, fmt.Errorf("connecting to the sidecar at %s: %w", ep, err)
-	}
-	var init mcp.InitializeRequest
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1.0.0"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		_ = c.Close()
 		return nil, fmt.Errorf("connecting to the sidecar at %s: %w", ep, err)
 	}
 	return &sidecarClient{c: c}, nil
@@ -63,13 +54,7 @@ func (s *sidecarClient) call(ctx context.Context, tool string, args map[string]a
 	if err != nil {
 		return fmt.Errorf("%s: %w", tool, err)
 	}
-	var text string
-	for _, ct := range res.Content {
-		if tc, ok := ct.(mcp.TextContent); ok {
-			text = tc.Text
-			break
-		}
-	}
+	text := mcpconn.Text(res)
 	if res.IsError {
 		return &toolError{Tool: tool, Msg: text}
 	}

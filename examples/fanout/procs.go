@@ -2,14 +2,15 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
+
+	"github.com/statesidecar/state/examples/internal/procs"
+	"github.com/statesidecar/state/internal/syncbuf"
 )
 
 // A proc is a worker or aggregator process the orchestrator started. Its
@@ -25,17 +26,10 @@ type proc struct {
 func startProc(exe, id string, args []string, events chan<- event) (*proc, error) {
 	cmd := exec.Command(exe, args...)
 	cmd.Env = os.Environ()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	stdin, stdout, err := procs.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", id, err)
 	}
 	p := &proc{id: id, cmd: cmd, stdin: stdin}
@@ -63,22 +57,4 @@ func startProc(exe, id string, args []string, events chan<- event) (*proc, error
 		events <- event{Who: id, Ev: "exit", Msg: msg, PID: pid}
 	}()
 	return p, nil
-}
-
-// lockedBuffer collects a process's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net"
 	"path/filepath"
-	"strconv"
 
+	"github.com/statesidecar/state/examples/internal/loopback"
 	"github.com/statesidecar/state/sidecar"
 )
 
@@ -18,22 +16,10 @@ func startSidecar(ctx context.Context, dir string) (string, func() error, error)
 	cfg := sidecar.Defaults()
 	cfg.Backend = sidecar.BackendSQLite
 	cfg.DBPath = filepath.Join(dir, "fanout.db")
-	cfg.Host, cfg.Port = "127.0.0.1", 0
-	sc, err := sidecar.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	cfg.Port = 0
+	sc, err := loopback.Start(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return "", nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr())
-	if err != nil {
-		_ = sc.Close()
-		return "", nil, err
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- sc.Serve(sctx, ln) }()
-	stop := func() error {
-		cancel()
-		return errors.Join(<-served, sc.Close())
-	}
-	return "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), stop, nil
+	return sc.URL, sc.Stop, nil
 }

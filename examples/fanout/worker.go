@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/statesidecar/state/examples/internal/pause"
 )
 
 // workerConfig is what a worker process is told on its command line.
 type workerConfig struct {
-	Sidecar, ID, Job, Parent string
-	ClaimTTL, StepDelay      time.Duration
-	StallAfter               int64 // stop working (but keep the claim) after checkpointing this step; 0: never
+	agentFlags
+	ClaimTTL, StepDelay time.Duration
+	StallAfter          int64 // stop working (but keep the claim) after checkpointing this step; 0: never
 }
 
 // A worker takes children of the job's parent, one at a time, until none
@@ -140,7 +142,7 @@ func (w *worker) work(ctx context.Context, run, item string, attempt, fence int6
 		return err
 	}
 	for step := res.LastStep + 1; step <= stepCount; step++ {
-		if err := sleep(ctx, w.cfg.StepDelay); err != nil {
+		if err := pause.Sleep(ctx, w.cfg.StepDelay); err != nil {
 			return err
 		}
 		sum += stepSum(n, int(step))
@@ -176,15 +178,4 @@ type itemResult struct {
 	By      string `json:"by"`
 	Attempt int64  `json:"attempt"`
 	Fence   int64  `json:"fence"`
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

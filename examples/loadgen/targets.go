@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,8 +15,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/examples/internal/loopback"
+	"github.com/statesidecar/state/examples/internal/rediskeys"
 	"github.com/statesidecar/state/sidecar"
 )
 
@@ -101,8 +101,6 @@ type inProcess struct {
 	sc               *sidecar.Sidecar
 	closeFn          func() error
 	url              string
-	stop             context.CancelFunc
-	served           chan error
 	dir              string
 	redisURL, prefix string
 }
@@ -114,7 +112,7 @@ type inProcess struct {
 func startSidecar(ctx context.Context, backend, redisURL string) (*inProcess, error) {
 	cfg := sidecar.Defaults()
 	cfg.Backend, cfg.Port = backend, 0
-	p := &inProcess{served: make(chan error, 1)}
+	p := &inProcess{}
 	if backend == sidecar.BackendRedis {
 		u, err := url.Parse(redisURL)
 		if err != nil {
@@ -133,53 +131,31 @@ func startSidecar(ctx context.Context, backend, redisURL string) (*inProcess, er
 		}
 		p.dir, cfg.DBPath = dir, filepath.Join(dir, "loadgen.db")
 	}
-	sc, err := sidecar.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	own, err := loopback.Start(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		p.removeDir()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = sc.Close()
+	p.sc, p.url = own.Sidecar, own.URL+"/mcp"
+	p.closeFn = func() error {
+		err := own.Stop()
 		p.removeDir()
-		return nil, err
+		return errors.Join(err, p.deleteRedisKeys())
 	}
-	sctx, cancel := context.WithCancel(context.Background())
-	p.sc, p.stop, p.url = sc, cancel, "http://"+ln.Addr().String()+"/mcp"
-	go func() { p.served <- sc.Serve(sctx, ln) }()
 	return p, nil
 }
 
-func (p *inProcess) close() error {
-	if p.closeFn != nil {
-		return p.closeFn()
-	}
-	p.stop()
-	err := errors.Join(<-p.served, p.sc.Close())
-	p.removeDir()
-	return errors.Join(err, p.deleteRedisKeys())
-}
+func (p *inProcess) close() error { return p.closeFn() }
 
-// deleteRedisKeys deletes the keys of the run's Redis prefix, which
-// redisstate puts in a hash tag "{prefix...".
+// deleteRedisKeys deletes the keys of the run's Redis prefix.
 func (p *inProcess) deleteRedisKeys() error {
 	if p.prefix == "" {
 		return nil
 	}
-	o, err := redis.ParseURL(p.redisURL)
-	if err != nil {
+	if err := rediskeys.Delete(context.Background(), p.redisURL, p.prefix); err != nil {
 		return fmt.Errorf("cleaning Redis up: %w", err)
 	}
-	rdb := redis.NewClient(o)
-	defer rdb.Close()
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, "{"+p.prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		if err := rdb.Del(ctx, iter.Val()).Err(); err != nil {
-			return fmt.Errorf("cleaning Redis up: %w", err)
-		}
-	}
-	return iter.Err()
+	return nil
 }
 
 func (p *inProcess) removeDir() {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/statesidecar/state/examples/prreview/review"
+
+	"github.com/statesidecar/state/examples/internal/pause"
 )
 
 // Exit codes of an agent process.
@@ -249,6 +251,28 @@ func deref(s *string) string {
 	return *s
 }
 
+// findAndClaim finds a claimable run by tags (find) and claims it. It
+// returns the run's id, or "" and the exit code when there is nothing to do
+// (exitOK: no run, or another agent won it) or it failed (exitError,
+// reported as failing to do findWhat or the claim).
+func (a *agent) findAndClaim(ctx context.Context, tags map[string]any, what, findWhat string) (string, int) {
+	run, err := a.find(ctx, tags, what)
+	if err != nil {
+		return "", a.fail(findWhat, err)
+	}
+	if run == nil {
+		return "", exitOK
+	}
+	won, err := a.claim(ctx, run.RunID)
+	if err != nil {
+		return "", a.fail("claiming "+run.RunID, err)
+	}
+	if !won {
+		return "", exitOK
+	}
+	return run.RunID, exitOK
+}
+
 // claim claims run. It reports "claimed" or, having lost, "lost" with the
 // sidecar's reason, and returns whether it won.
 func (a *agent) claim(ctx context.Context, run string) (bool, error) {
@@ -280,7 +304,7 @@ func (a *agent) work(ctx context.Context) error {
 		if !next.Before(end) {
 			break
 		}
-		if err := sleep(ctx, time.Until(next)); err != nil {
+		if err := pause.Sleep(ctx, time.Until(next)); err != nil {
 			return err
 		}
 		var res claimResult
@@ -294,21 +318,7 @@ func (a *agent) work(ctx context.Context) error {
 		}
 		a.lastBeat = time.Now()
 	}
-	return sleep(ctx, time.Until(end))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return pause.Sleep(ctx, time.Until(end))
 }
 
 // checkpoint saves a step with the agent's id and fence (a heartbeat too).

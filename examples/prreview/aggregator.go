@@ -56,21 +56,11 @@ func (a *agent) aggregate(ctx context.Context) int {
 	}
 	// Released: now claimable, unless another aggregator holds it (then
 	// stand by until that claim expires, as a reviewer would).
-	run, err := a.find(ctx, aggregatorTags(a.cfg.Demo), "review")
-	if err != nil {
-		return a.fail("discovering the review run", err)
+	runID, code := a.findAndClaim(ctx, aggregatorTags(a.cfg.Demo), "review", "discovering the review run")
+	if runID == "" {
+		return code
 	}
-	if run == nil {
-		return exitOK
-	}
-	won, err := a.claim(ctx, run.RunID)
-	if err != nil {
-		return a.fail("claiming "+run.RunID, err)
-	}
-	if !won {
-		return exitOK
-	}
-	rep, err := a.join(ctx, run.RunID, children)
+	rep, err := a.join(ctx, runID, children)
 	if err != nil {
 		return a.stopped(err)
 	}
@@ -79,7 +69,7 @@ func (a *agent) aggregate(ctx context.Context) int {
 		return a.stopped(err)
 	}
 	a.out.event("report", fmt.Sprintf("combined report for %s: %s", rep.PR.Ref(), rep.Verdict),
-		map[string]any{"run_id": run.RunID, "verdict": rep.Verdict, "counts": rep.Counts})
+		map[string]any{"run_id": runID, "verdict": rep.Verdict, "counts": rep.Counts})
 	return exitOK
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -287,12 +286,7 @@ func TestBrowserStory(t *testing.T) {
 // With the sidecar down the page says so, and Register says why it failed.
 func TestBrowserSidecarDown(t *testing.T) {
 	ctx := newBrowser(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + ln.Addr().String()
-	ln.Close()
+	down := deadURL(t)
 	h := startDemo(t, "-sidecar", down)
 	p := &page{t: t, ctx: ctx, dir: filepath.Join(artifacts(t), "sidecar-down")}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {

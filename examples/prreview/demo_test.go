@@ -288,12 +288,7 @@ func TestOutOfOrderAndBadInput(t *testing.T) {
 // With the sidecar down, the page says so and actions that need it are
 // refused with the reason; nothing crashes.
 func TestSidecarDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + ln.Addr().String()
-	ln.Close()
+	down := deadURL(t)
 	h := startDemo(t, "-sidecar", down)
 	s := h.waitState(t, "the page knows the sidecar is down", func(s snapshot) bool { return s.Sidecar.Error != "" })
 	if s.Sidecar.Healthy || !strings.Contains(s.Sidecar.Error, "does not answer (connection refused") || s.Sidecar.Own {

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/statesidecar/state/internal/syncbuf"
 )
 
 // wait bounds every real wait of these tests: generous, because the machine
@@ -33,29 +35,23 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// syncBuffer collects output written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// deadURL returns the URL of a loopback port where nothing listens: a
+// sidecar that is down.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
 }
 
 // A harness is a dashboard running in this process (with its own sidecar
 // unless -sidecar is given), its agents real processes.
 type harness struct {
 	URL    string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -72,7 +68,7 @@ func startDemo(t *testing.T, args ...string) *harness {
 func startDemoEnv(t *testing.T, env map[string]string, args ...string) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	h := &harness{stderr: &syncbuf.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	pr, pw := io.Pipe()
 	go func() {
 		h.done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-claim-ttl", "2s"}, args...),

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/statesidecar/state/examples/internal/mcpconn"
 )
 
 // A mcpClient is an MCP client of the sidecar over Streamable HTTP: the only
@@ -73,18 +74,8 @@ func (m *mcpClient) conn(ctx context.Context) (*client.Client, error) {
 	if m.token != "" {
 		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + m.token}))
 	}
-	c, err := client.NewStreamableHttpClient(m.endpoint, opts...)
+	c, err := mcpconn.Connect(ctx, m.endpoint, m.name, opts...)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.Start(ctx); err != nil {
-		return nil, unreachable(err)
-	}
-	var init mcp.InitializeRequest
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: m.name, Version: "1.0.0"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		_ = c.Close()
 		return nil, unreachable(err)
 	}
 	m.c = c
@@ -131,13 +122,7 @@ func (m *mcpClient) call(ctx context.Context, tool string, args map[string]any) 
 		m.mu.Unlock()
 		return nil, unreachable(err)
 	}
-	var text string
-	for _, ct := range res.Content {
-		if tc, ok := ct.(mcp.TextContent); ok {
-			text = tc.Text
-			break
-		}
-	}
+	text := mcpconn.Text(res)
 	if res.IsError {
 		return nil, &toolError{Tool: tool, Msg: text}
 	}

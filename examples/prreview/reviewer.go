@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/statesidecar/state/examples/prreview/review"
+
+	"github.com/statesidecar/state/examples/internal/pause"
 )
 
 // A stepOutput is what a reviewer checkpoints for one step; a successor
@@ -27,21 +29,11 @@ type stepOutput struct {
 // the last checkpoint, review one file per step, publish and finish.
 func (a *agent) review(ctx context.Context) int {
 	a.out.event("started", fmt.Sprintf("%s reviewer started (claim TTL %s, %s per step)", kindTitle(a.cfg.Kind), a.cfg.ClaimTTL, a.cfg.StepDelay), nil)
-	run, err := a.find(ctx, reviewerTags(a.cfg.Demo, a.cfg.Kind), a.cfg.Kind+" review")
-	if err != nil {
-		return a.fail("discovering work", err)
+	runID, code := a.findAndClaim(ctx, reviewerTags(a.cfg.Demo, a.cfg.Kind), a.cfg.Kind+" review", "discovering work")
+	if runID == "" {
+		return code
 	}
-	if run == nil {
-		return exitOK
-	}
-	won, err := a.claim(ctx, run.RunID)
-	if err != nil {
-		return a.fail("claiming "+run.RunID, err)
-	}
-	if !won {
-		return exitOK
-	}
-	if err := a.reviewRun(ctx, run.RunID); err != nil {
+	if err := a.reviewRun(ctx, runID); err != nil {
 		return a.stopped(err)
 	}
 	return exitOK
@@ -235,7 +227,7 @@ func (a *agent) acquire(ctx context.Context, resource string) (int64, error) {
 			return 0, fmt.Errorf("the lease %s stayed held by %s", resource, deref(l.Holder))
 		}
 		a.out.event("lease_wait", fmt.Sprintf("%s is held by %s: waiting", resource, deref(l.Holder)), nil)
-		if err := sleep(ctx, 300*time.Millisecond); err != nil {
+		if err := pause.Sleep(ctx, 300*time.Millisecond); err != nil {
 			return 0, err
 		}
 	}

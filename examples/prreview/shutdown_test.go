@@ -2,16 +2,16 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/statesidecar/state/examples/internal/procs"
 	"github.com/statesidecar/state/examples/prreview/review"
+
+	"github.com/statesidecar/state/internal/syncbuf"
 )
 
 // startProcess runs the whole program (this test binary playing main) as a
@@ -20,7 +20,7 @@ func startProcess(t *testing.T) (*exec.Cmd, *harness, chan error) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-claim-ttl", "3s")
 	cmd.Env = append(os.Environ(), "PRREVIEW_TEST_MAIN=1")
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -95,20 +95,6 @@ func spawnMany(t *testing.T, h *harness) []int {
 	return pids
 }
 
-// gone reports whether a process no longer runs (a zombie waiting for its
-// new parent to reap it does not run either).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
-}
-
 // Ctrl-C (SIGINT) stops the dashboard, and no agent survives it.
 func TestCtrlCStopsEveryAgent(t *testing.T) {
 	cmd, h, done := startProcess(t)
@@ -126,7 +112,7 @@ func TestCtrlCStopsEveryAgent(t *testing.T) {
 	}
 	// The dashboard waited for each agent before exiting: none may run now.
 	for _, pid := range pids {
-		if !gone(pid) {
+		if !procs.Gone(pid) {
 			t.Errorf("agent pid %d survived the dashboard's exit", pid)
 		}
 	}
@@ -144,7 +130,7 @@ func TestAgentsDieWithAKilledDashboard(t *testing.T) {
 	<-done
 	deadline := time.Now().Add(wait)
 	for _, pid := range pids {
-		for !gone(pid) {
+		for !procs.Gone(pid) {
 			if time.Now().After(deadline) {
 				t.Fatalf("agent pid %d still runs after its dashboard was killed", pid)
 			}

@@ -5,13 +5,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net"
 	"path/filepath"
-	"strconv"
 	"time"
 
+	"github.com/statesidecar/state/examples/internal/loopback"
 	"github.com/statesidecar/state/sidecar"
 )
 
@@ -36,27 +34,11 @@ func startSidecar(ctx context.Context, dir string, port int, tokens string, log 
 	}
 	cfg.Backend = sidecar.BackendSQLite
 	cfg.DBPath = filepath.Join(dir, "prreview.db")
-	cfg.Host, cfg.Port = "127.0.0.1", port
+	cfg.Port = port
 	cfg.ShutdownTimeout = 5 * time.Second
-	sc, err := sidecar.New(ctx, cfg, log)
+	sc, err := loopback.Start(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr())
-	if err != nil {
-		_ = sc.Close()
-		return nil, err
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- sc.Serve(sctx, ln) }()
-	port = ln.Addr().(*net.TCPAddr).Port
-	return &ownSidecar{
-		URL:    "http://127.0.0.1:" + strconv.Itoa(port),
-		DBPath: cfg.DBPath,
-		stop: func() error {
-			cancel()
-			return errors.Join(<-served, sc.Close())
-		},
-	}, nil
+	return &ownSidecar{URL: sc.URL, DBPath: cfg.DBPath, stop: sc.Stop}, nil
 }

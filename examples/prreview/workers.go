@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/statesidecar/state/examples/internal/procs"
 )
 
 // A worker is one agent process the dashboard started, as the board shows
@@ -87,19 +89,12 @@ func (s *supervisor) start(id, kind, lang, raceID string, ac agentCommand) (*wor
 	cmd := exec.Command(ac.Path, ac.Args...)
 	cmd.Env = append(os.Environ(), ac.Env...)
 	cmd.SysProcAttr = agentProcAttr()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	stdin, stdout, err := procs.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("starting the %s agent: %w", kind, err)
 	}
 	w := &worker{ID: id, Kind: kind, Lang: lang, PID: cmd.Process.Pid, State: "starting", Race: raceID,

@@ -44,27 +44,21 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	_ "github.com/statesidecar/state/backend/memstate"
 	_ "github.com/statesidecar/state/backend/pgstate"
 	_ "github.com/statesidecar/state/backend/redisstate"
 	_ "github.com/statesidecar/state/backend/sqlitestate"
+
+	"github.com/statesidecar/state/examples/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, "scale:", err)
-		os.Exit(1)
-	}
+	cli.Main("scale", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }
 
 // options are the command's flags.

@@ -8,18 +8,6 @@
 //	go run ./examples/server -h                    # every setting
 package main
 
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
+import "github.com/statesidecar/state/sidecar"
 
-	"github.com/statesidecar/state/sidecar"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := sidecar.Main(ctx, os.Args[1:], sidecar.ProcessEnv(), sidecar.ImportCommand())
-	stop()
-	os.Exit(code)
-}
+func main() { sidecar.ProcessMain() }

@@ -32,34 +32,29 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state"
 	_ "github.com/statesidecar/state/backend/redisstate"  // redis:// for -writer direct
 	_ "github.com/statesidecar/state/backend/sqlitestate" // sqlite: for -writer direct
 	"github.com/statesidecar/state/sidecar"
+
+	"github.com/statesidecar/state/examples/internal/cli"
+	"github.com/statesidecar/state/examples/internal/procs"
+	"github.com/statesidecar/state/examples/internal/rediskeys"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, "waiters:", err)
-		os.Exit(1)
-	}
+	cli.Main("waiters", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Stdout) })
 }
 
 type options struct {
@@ -202,25 +197,9 @@ func storeURL(o options) (string, func(), error) {
 		q := u.Query()
 		q.Set("prefix", prefix)
 		u.RawQuery = q.Encode()
-		return u.String(), func() { deleteRedisKeys(o.redisURL, prefix) }, nil
+		return u.String(), func() { _ = rediskeys.Delete(context.Background(), o.redisURL, prefix) }, nil
 	}
 	return "", nil, fmt.Errorf("-backend must be sqlite or redis, got %q", o.backend)
-}
-
-// deleteRedisKeys deletes the keys of the run's prefix (redisstate puts
-// them in a hash tag "{prefix...").
-func deleteRedisKeys(redisURL, prefix string) {
-	o, err := redis.ParseURL(redisURL)
-	if err != nil {
-		return
-	}
-	rdb := redis.NewClient(o)
-	defer rdb.Close()
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, "{"+prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		_ = rdb.Del(ctx, iter.Val()).Err()
-	}
 }
 
 // serve runs the child: a sidecar on storeURL on a loopback port, whose
@@ -263,15 +242,8 @@ func startChild(ctx context.Context, storeURL string) (*child, error) {
 	}
 	cmd := exec.CommandContext(ctx, exe, "-serve", storeURL)
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	stdin, stdout, err := procs.Start(cmd)
 	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
