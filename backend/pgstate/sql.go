@@ -60,8 +60,7 @@ func newQueries(schema string) queries {
 		}
 	}
 	const eventCols = `id, rev, key, op, value, prev, writer, at`
-	q.historyAll = `SELECT ` + eventCols + ` FROM ` + s + `.events
-		WHERE ns = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::integer`
+	q.historyAll = `SELECT ` + eventCols + ` FROM ` + s + `.history($1::text, $2::bigint, $3::bigint, $4::integer)`
 	q.historyByKey = `SELECT ` + eventCols + ` FROM ` + s + `.events
 		WHERE ns = $1::text AND key = $2::bytea AND id < $3::bigint ORDER BY id DESC LIMIT $4::integer`
 	q.commit = `SELECT committed, rev, failed, cur, now FROM ` + s + `.commit($1::text, $2::bigint, $3::bigint,
