@@ -80,6 +80,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/statesidecar/state/backend"
@@ -106,6 +107,16 @@ type Options struct {
 	// is sooner. Defaults to DefaultTimeout; a negative value means no bound.
 	// Only Open uses it: with New, the pool is the caller's to configure.
 	Timeout time.Duration
+	// Listen says how Notify (backend.Notifier) listens for other
+	// processes' writes: "" on a connection of its own to the pool's
+	// server, "off" not at all (waiters then poll, every
+	// state.Options.WaitPollInterval), anything else on a connection of
+	// its own to this connection string. LISTEN needs a session: behind
+	// PgBouncer in transaction pooling mode, give the database's direct
+	// address (or one pooled in session mode) here. Notify finds out when
+	// notifications do not arrive and falls back to polling; Listen only
+	// spares it the two seconds it takes to find out.
+	Listen string
 	// ClosePool makes Close close the pool too. Defaults to false: the caller
 	// owns the pool it passed to New. Open sets it.
 	ClosePool bool
@@ -114,11 +125,14 @@ type Options struct {
 // Driver is a backend.Driver over PostgreSQL. It is safe for concurrent use.
 // Create one with Open or New.
 type Driver struct {
-	pool   *pgxpool.Pool
-	schema string
-	q      queries
-	own    bool
-	closed atomic.Bool
+	pool     *pgxpool.Pool
+	schema   string
+	q        queries
+	own      bool
+	closed   atomic.Bool
+	listen   *pgx.ConnConfig // Options.Listen's; nil: the pool's
+	nolisten bool            // Options.Listen is "off"
+	channel  string          // the schema's notification channel
 }
 
 var (
@@ -132,6 +146,7 @@ var (
 	_ backend.Pinger         = (*Driver)(nil)
 	_ backend.ConfigChecker  = (*Driver)(nil)
 	_ backend.Claimer        = (*Driver)(nil)
+	_ backend.Notifier       = (*Driver)(nil)
 )
 
 var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -153,7 +168,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error
 	if !schemaName.MatchString(o.Schema) {
 		return nil, fmt.Errorf("pgstate: schema %q must be a letter or underscore followed by up to 62 letters, digits or underscores", o.Schema)
 	}
-	d := &Driver{pool: pool, schema: o.Schema, q: newQueries(o.Schema), own: o.ClosePool}
+	d := &Driver{pool: pool, schema: o.Schema, q: newQueries(o.Schema), own: o.ClosePool,
+		nolisten: o.Listen == listenOff, channel: channelOf(o.Schema)}
+	if o.Listen != "" && o.Listen != listenOff {
+		cfg, err := pgx.ParseConfig(o.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("pgstate: Options.Listen cannot be used: %s", parseProblem(err))
+		}
+		d.listen = cfg
+	}
 	if err := pool.Ping(ctx); err != nil {
 		return nil, d.fail(ctx, "connecting to PostgreSQL", err)
 	}
@@ -166,8 +189,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error
 // Open connects to the database of connString (a postgres:// URL or a
 // key=value string, as pgxpool.ParseConfig reads it, pool_max_conns and
 // the other pool settings included) and returns a driver that owns the
-// pool. A URL may also carry the driver's own parameters, schema and
-// timeout (see URLOpener), for the fields opts leaves zero.
+// pool. A URL may also carry the driver's own parameters, schema, timeout
+// and listen (see URLOpener), for the fields opts leaves zero.
 func Open(ctx context.Context, connString string, opts *Options) (*Driver, error) {
 	var o Options
 	if opts != nil {
@@ -184,6 +207,9 @@ func Open(ctx context.Context, connString string, opts *Options) (*Driver, error
 		}
 		if o.Timeout == 0 {
 			o.Timeout = own.Timeout
+		}
+		if o.Listen == "" {
+			o.Listen = own.Listen
 		}
 	}
 	cfg, err := pgxpool.ParseConfig(connString)

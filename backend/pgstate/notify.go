@@ -1,0 +1,150 @@
+package pgstate
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// listenOff is the Options.Listen that turns notifications off.
+const listenOff = "off"
+
+// ErrNoNotifications is returned by Notify when it cannot tell of changes:
+// Options.Listen is "off", or a notification it sent itself did not arrive
+// on its listening connection (PgBouncer in transaction pooling mode hands
+// a LISTEN to a server connection that it then lends to other clients).
+// Package state then polls.
+var ErrNoNotifications = errors.New("pgstate: change notifications are off or do not arrive")
+
+// probeWait bounds how long Notify waits for its own notification before it
+// concludes that notifications do not arrive.
+const probeWait = 2 * time.Second
+
+// keepAlive is how long the listening connection stays idle before Notify
+// checks that the database still answers on it: a connection that died
+// without a word (a failover, a dropped NAT entry) would otherwise miss
+// every notification silently.
+const keepAlive = 15 * time.Second
+
+// Notify implements backend.Notifier with LISTEN/NOTIFY: every function
+// that draws a revision, and reset, sends pg_notify on the schema's
+// channel with the namespace as payload (or "" when the namespace is too
+// long for one), which PostgreSQL delivers when the write commits. One
+// connection of its own (not the pool's: see Options.Listen) listens
+// until ctx ends. Once listening it sends a notification of its own through
+// the pool and waits for it to arrive, so that a LISTEN that cannot
+// receive (PgBouncer in transaction pooling mode) is told at once, as
+// ErrNoNotifications, rather than missing every change. When the connection
+// breaks, Notify calls fn("") (changes may have been missed), connects
+// again with backoff and calls fn("") again once it listens.
+func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
+	if d.nolisten {
+		return ErrNoNotifications
+	}
+	cfg := d.listen
+	if cfg == nil {
+		cfg = d.pool.Config().ConnConfig
+	}
+	backoff := 50 * time.Millisecond
+	for {
+		listened, err := d.listenOn(ctx, cfg.Copy(), fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, ErrNoNotifications) {
+			return err
+		}
+		// Commits may have gone unnoticed; a waiter that subscribed before
+		// the first connection listened (the database was down) is let go
+		// on, and learns of them from the next call.
+		fn("")
+		if listened {
+			backoff = 50 * time.Millisecond
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// listenOn connects with cfg, listens and calls fn until ctx ends or the
+// connection fails. It reports whether it got as far as listening.
+func (d *Driver) listenOn(ctx context.Context, cfg *pgx.ConnConfig, fn func(ns string)) (bool, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if bc, ok := conn.PgConn().Conn().(*boundedConn); ok {
+		bc.unbound() // waits are bounded by keepAlive below
+	}
+	lctx, cancel := context.WithTimeout(ctx, keepAlive)
+	_, err = conn.Exec(lctx, "LISTEN "+pgx.Identifier{d.channel}.Sanitize())
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	if err := d.probe(ctx, conn); err != nil {
+		return false, err
+	}
+	fn("")
+	for {
+		wctx, cancel := context.WithTimeout(ctx, keepAlive)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			fn(n.Payload)
+			continue
+		case ctx.Err() != nil:
+			return true, ctx.Err()
+		case !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded):
+			return true, err
+		}
+		pctx, cancel := context.WithTimeout(ctx, keepAlive)
+		err = conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			return true, err
+		}
+	}
+}
+
+// probe sends a notification through the pool and waits for conn, which
+// listens, to receive it; notifications for others that arrive meanwhile
+// are dropped, as the caller calls fn("") next.
+func (d *Driver) probe(ctx context.Context, conn *pgx.Conn) error {
+	token := "probe " + rand.Text()
+	if _, err := d.pool.Exec(ctx, "SELECT pg_notify($1::text, $2::text)", d.channel, token); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, probeWait)
+	defer cancel()
+	for {
+		n, err := conn.WaitForNotification(wctx)
+		if err != nil {
+			if ctx.Err() == nil && wctx.Err() != nil {
+				return fmt.Errorf("%w: a notification took more than %v to arrive (PgBouncer in transaction pooling mode? "+
+					"set the listen URL parameter, Options.Listen, to a direct connection string)", ErrNoNotifications, probeWait)
+			}
+			return err
+		}
+		if n.Payload == token {
+			return nil
+		}
+	}
+}
