@@ -243,7 +243,16 @@ func deleteRedisKeys(redisURL, prefix string) {
 func dropSchema(pgURL, schema string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, pgURL)
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		return
+	}
+	q := u.Query()
+	for _, own := range []string{"schema", "timeout", "listen"} { // pgstate's parameters, not pgx's
+		q.Del(own)
+	}
+	u.RawQuery = q.Encode()
+	conn, err := pgx.Connect(ctx, u.String())
 	if err != nil {
 		return
 	}
