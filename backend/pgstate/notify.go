@@ -34,9 +34,15 @@ const keepAlive = 15 * time.Second
 // Notify implements backend.Notifier with LISTEN/NOTIFY: every function
 // that draws a revision, and reset, sends pg_notify on the schema's
 // channel with the namespace as payload (or "" when the namespace is too
-// long for one), which PostgreSQL delivers when the write commits. One
-// connection of its own (not the pool's: see Options.Listen) listens
-// until ctx ends. Once listening it sends a notification of its own through
+// long for one), which PostgreSQL delivers when the write commits, but
+// only while some process listens: PostgreSQL serialises the commits that
+// notify, which would cost concurrent writers much of their throughput for
+// nothing. So a listener registers in the schema's listeners table (and
+// refreshes its row every 15 s; a row lives a minute), then waits for the
+// writes in flight that may have missed the row to end.
+//
+// One connection of its own (not the pool's: see Options.Listen) listens
+// until ctx ends. Once registered it sends a notification of its own through
 // the pool and waits for it to arrive, so that a LISTEN that cannot
 // receive (PgBouncer in transaction pooling mode) is told at once, as
 // ErrNoNotifications, rather than missing every change. When the connection
@@ -98,6 +104,15 @@ func (d *Driver) listenOn(ctx context.Context, cfg *pgx.ConnConfig, fn func(ns s
 	if err != nil {
 		return false, err
 	}
+	id := rand.Text()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, _ = conn.Exec(cctx, d.q.unlisten, id)
+	}()
+	if err := d.register(ctx, conn, id); err != nil {
+		return false, err
+	}
 	if err := d.probe(ctx, conn); err != nil {
 		return false, err
 	}
@@ -115,13 +130,48 @@ func (d *Driver) listenOn(ctx context.Context, cfg *pgx.ConnConfig, fn func(ns s
 		case !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded):
 			return true, err
 		}
+		// Idle: refresh the registration, which also checks that the
+		// connection works. A registration that expired meanwhile (the
+		// database stalled) let writers skip notifying: register again
+		// and tell the caller that changes may have been missed.
+		var live bool
 		pctx, cancel := context.WithTimeout(ctx, keepAlive)
-		err = conn.Ping(pctx)
+		err = conn.QueryRow(pctx, d.q.refresh, id, listenTTL.Milliseconds()).Scan(&live)
 		cancel()
 		if err != nil {
 			return true, err
 		}
+		if !live {
+			if err := d.register(ctx, conn, id); err != nil {
+				return true, err
+			}
+			fn("")
+		}
 	}
+}
+
+// listenTTL is how long a listener's registration lives unless refreshed
+// (every keepAlive).
+const listenTTL = 4 * keepAlive
+
+// register records conn's listener id in the schema's listeners, so that
+// writers notify, and waits until every writer that may have checked
+// before it committed has ended: their changes are then visible to the
+// caller's next read.
+func (d *Driver) register(ctx context.Context, conn *pgx.Conn, id string) error {
+	rctx, cancel := context.WithTimeout(ctx, keepAlive)
+	defer cancel()
+	if _, err := conn.Exec(rctx, d.q.listen, id, listenTTL.Milliseconds()); err != nil {
+		return err
+	}
+	var ended bool
+	if err := conn.QueryRow(rctx, d.q.awaitWriters, int32(keepAlive.Milliseconds()/2)).Scan(&ended); err != nil {
+		return err
+	}
+	if !ended {
+		return errors.New("writes in flight did not end")
+	}
+	return nil
 }
 
 // probe sends a notification through the pool and waits for conn, which

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/statesidecar/state/backend"
 	"github.com/statesidecar/state/backend/pgstate"
 	"github.com/statesidecar/state/internal/pgtest"
@@ -15,7 +16,7 @@ import (
 // TestNotify checks the notifier on its own: it calls fn("") once it
 // listens, then with the namespace of every commit, also of a namespace
 // too long for a notification's payload (""), and returns ctx's error soon
-// after ctx ends.
+// after ctx ends, unregistered.
 func TestNotify(t *testing.T) {
 	d := newDriver(t)
 	nctx, stop := context.WithCancel(ctx)
@@ -50,6 +51,12 @@ func TestNotify(t *testing.T) {
 	case err := <-done:
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Notify returned %v, want context.Canceled", err)
+		}
+		// The listener took its registration with it: writers stop
+		// notifying.
+		var n int
+		if err := d.Pool().QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{d.Schema()}.Sanitize()+`.listeners`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d listeners left registered (%v)", n, err)
 		}
 	case <-time.After(pgtest.Wait):
 		t.Fatal("Notify did not return after ctx ended")

@@ -45,6 +45,17 @@ CREATE TABLE {{s}}.events (
 CREATE INDEX events_key ON {{s}}.events (ns, key, id); -- history of one key
 CREATE INDEX events_at ON {{s}}.events (at);           -- trimming by age
 
+-- One row per process listening for the schema's changes (Driver.Notify),
+-- so that writers send notifications only when someone listens: a
+-- notifying commit takes a lock that serialises every notifying commit of
+-- the database, which costs concurrent writers much of their throughput.
+-- A listener refreshes its row well before it expires; a row left by a
+-- listener that died stops counting when it expires.
+CREATE TABLE {{s}}.listeners (
+    id         text PRIMARY KEY,
+    expires_at timestamptz NOT NULL
+);
+
 -- go_json encodes t as a JSON string exactly as Go's encoding/json does
 -- (which also escapes <, >, &, U+2028 and U+2029), so that history written
 -- here reads byte for byte as history written by package state.
@@ -125,12 +136,52 @@ BEGIN
 END
 $$;
 
+-- changed tells the schema's listeners, if any, that namespace p_ns
+-- changed: a notification on the schema's channel, delivered if and when
+-- the caller's transaction commits, with the namespace as payload ('' when
+-- it is too long for one: any namespace). A writer calls it after it took
+-- its announcement lock (see draw), in a statement of its own, so that a
+-- listener that registers in between finds the writer in pg_locks and
+-- waits for it (see await_writers).
+CREATE FUNCTION {{s}}.changed(p_ns text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT FROM {{s}}.listeners l WHERE l.expires_at > clock_timestamp()) THEN
+        PERFORM pg_notify({{chan_lit}}, CASE WHEN octet_length(p_ns) < 7900 THEN p_ns ELSE '' END);
+    END IF;
+END
+$$;
+
+-- await_writers waits, at most p_wait_ms, until every transaction that was
+-- drawing revisions when it started (holding an announcement lock, see
+-- draw, in any schema of the database) has ended, and reports whether they
+-- all did. A listener calls it after its row in listeners committed: a
+-- writer that did not see the row then has ended, its changes visible.
+CREATE FUNCTION {{s}}.await_writers(p_wait_ms integer) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_end timestamptz := clock_timestamp() + p_wait_ms * interval '1 millisecond';
+    v_db oid := (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
+    v_txs text[];
+BEGIN
+    SELECT array_agg(DISTINCT k.virtualtransaction) INTO v_txs
+      FROM pg_locks k WHERE k.locktype = 'advisory' AND k.objsubid = 2 AND k.database = v_db;
+    WHILE v_txs IS NOT NULL LOOP
+        IF clock_timestamp() >= v_end THEN
+            RETURN false;
+        END IF;
+        PERFORM pg_sleep(0.001);
+        SELECT array_agg(DISTINCT k.virtualtransaction) INTO v_txs
+          FROM pg_locks k WHERE k.locktype = 'advisory' AND k.objsubid = 2 AND k.database = v_db
+           AND k.virtualtransaction = ANY (v_txs);
+    END LOOP;
+    RETURN true;
+END
+$$;
+
 -- draw draws the next revision of namespace p_ns for a write at p_now
 -- (Unix ms) that holds the namespace's lock and the locks of the keys it
--- writes, and tells listeners (LISTEN, see Driver.Notify) that p_ns
--- changed: PostgreSQL delivers the notification when the write commits and
--- drops it if it rolls back. The channel is the schema's; the payload the
--- namespace, or '' (any namespace) when it is too long for one.
+-- writes, and tells listeners that p_ns changed (see changed).
 --
 -- Revisions come from the namespace's sequence (see next_rev), before the
 -- writer commits: a writer may commit revision 11 while revision 10 is
@@ -161,7 +212,7 @@ BEGIN
     IF seq IS NULL OR rev < p_now * 1000 - 100000 THEN
         SELECT n.rev, n.seq INTO rev, seq FROM {{s}}.next_rev(p_ns, p_now * 1000) n;
     END IF;
-    PERFORM pg_notify({{chan_lit}}, CASE WHEN octet_length(p_ns) < 7900 THEN p_ns ELSE '' END);
+    PERFORM {{s}}.changed(p_ns);
 END
 $$;
 
@@ -513,7 +564,10 @@ BEGIN
     DELETE FROM {{s}}.records r WHERE r.ns = p_ns;
     DELETE FROM {{s}}.events e WHERE e.ns = p_ns;
     GET DIAGNOSTICS events = ROW_COUNT;
-    PERFORM pg_notify({{chan_lit}}, CASE WHEN octet_length(p_ns) < 7900 THEN p_ns ELSE '' END);
+    -- Announced as a write (see draw), so that a listener registering
+    -- meanwhile waits for it (see changed).
+    PERFORM pg_advisory_xact_lock_shared(0, 1);
+    PERFORM {{s}}.changed(p_ns);
 END
 $$;
 
