@@ -11,6 +11,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// OrderedHistory implements backend.OrderedHistory: a namespace's history
+// stops at its settled horizon (see History), so events become visible in
+// id order. Ids are not consecutive: a rolled back write's are skipped, and
+// a sequence that fell behind the clock jumps.
+func (d *Driver) OrderedHistory() bool { return true }
+
 // listenOff is the Options.Listen that turns notifications off.
 const listenOff = "off"
 

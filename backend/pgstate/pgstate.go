@@ -15,7 +15,9 @@
 // its cap as it is written (backend.HistoryTrimmer), tells package state
 // the database's time (backend.ServerClock), whether it can write
 // (backend.Pinger) and which server settings weaken the store
-// (backend.ConfigChecker).
+// (backend.ConfigChecker), and tells package state's waiters (Watch,
+// WaitKey, WaitRun) of other processes' writes through LISTEN/NOTIFY
+// (backend.Notifier, see Driver.Notify).
 //
 // # Time
 //
@@ -56,7 +58,22 @@
 // keeps no session state (no SET, no session-level lock across calls), so
 // it works behind PgBouncer in transaction pooling mode; PgBouncer before
 // 1.21 also needs pgx not to create named prepared statements: add
-// default_query_exec_mode=exec (or cache_describe) to the URL.
+// default_query_exec_mode=exec (or cache_describe) to the URL. LISTEN is
+// the exception, as it needs a session: behind such a pooler give the
+// listening connection a direct address (the listen URL parameter,
+// Options.Listen), or waiters fall back to polling, which the driver
+// detects.
+//
+// # History order
+//
+// Event ids are drawn before commit, so a later id may commit first.
+// History (without a key) stops at the namespace's settled horizon, below
+// every id still in flight: each writer announces a lower bound of its id
+// in an advisory lock before it draws it, and a reader reads the sequence,
+// then pg_locks, then the events (see the history function in
+// migrations/001_init.sql). Watch and waiters, which follow history with a
+// cursor, thus never pass an event that commits late
+// (backend.OrderedHistory); ids are not consecutive.
 //
 // # URLs
 //
@@ -147,6 +164,7 @@ var (
 	_ backend.ConfigChecker  = (*Driver)(nil)
 	_ backend.Claimer        = (*Driver)(nil)
 	_ backend.Notifier       = (*Driver)(nil)
+	_ backend.OrderedHistory = (*Driver)(nil)
 )
 
 var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -173,7 +191,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error
 	if o.Listen != "" && o.Listen != listenOff {
 		cfg, err := pgx.ParseConfig(o.Listen)
 		if err != nil {
-			return nil, fmt.Errorf("pgstate: Options.Listen cannot be used: %s", parseProblem(err))
+			return nil, fmt.Errorf("pgstate: Options.Listen (URL parameter listen) cannot be used: %s", parseProblem(err))
 		}
 		d.listen = cfg
 	}
