@@ -92,7 +92,9 @@ func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
 // listenOn connects with cfg, listens and calls fn until ctx ends or the
 // connection fails. It reports whether it got as far as listening.
 func (d *Driver) listenOn(ctx context.Context, cfg *pgx.ConnConfig, fn func(ns string)) (bool, error) {
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	cctx, cancel := context.WithTimeout(ctx, keepAlive)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	cancel()
 	if err != nil {
 		return false, err
 	}
