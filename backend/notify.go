@@ -47,3 +47,17 @@ type Notifier interface {
 type ConsecutiveHistory interface {
 	ConsecutiveHistory() bool
 }
+
+// OrderedHistory is implemented by drivers whose event IDs, without being
+// consecutive (a sequence that skips the IDs of rolled back writes, say),
+// become visible in ID order within a namespace: a reader of History that
+// sees an event sees every earlier one still stored, so that one following
+// history with a cursor never passes an event that is not visible yet.
+// OrderedHistory reports whether that holds. ConsecutiveHistory implies it.
+//
+// Package state does not depend on it: its Watch relies on every driver's
+// History to hold it. The conformance suite (package backendtest) checks
+// Watch's order under racing writers for the drivers that promise it.
+type OrderedHistory interface {
+	OrderedHistory() bool
+}

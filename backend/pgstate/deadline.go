@@ -38,8 +38,22 @@ type boundedConn struct {
 	pgx     time.Time // the deadline pgx set last; zero: none
 }
 
+// unbound stops c from setting deadlines of its own: the connection that
+// listens for notifications waits for data without writing, and bounds its
+// waits itself.
+func (c *boundedConn) unbound() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timeout = 0
+	_ = c.Conn.SetDeadline(c.pgx)
+}
+
 func (c *boundedConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
+	if c.timeout <= 0 {
+		c.mu.Unlock()
+		return c.Conn.Write(b)
+	}
 	d := time.Now().Add(c.timeout)
 	if !c.pgx.IsZero() && c.pgx.Before(d) {
 		d = c.pgx

@@ -2,6 +2,7 @@ package pgstate_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,7 +19,9 @@ import (
 // (Debian 12 ships 1.18) does not carry named prepared statements across
 // server connections, so pgx must not create them:
 // default_query_exec_mode=exec or cache_describe in the URL, both one round
-// trip per statement.
+// trip per statement. Notifications (Notify) go through a direct
+// connection, Options.Listen; TestNotifyBehindPgBouncer checks that
+// without one Notify says it cannot notify.
 func TestBehindPgBouncer(t *testing.T) {
 	u := pgtest.URL(t)
 	b := pgtest.StartBouncer(t, u)
@@ -34,7 +37,9 @@ func TestBehindPgBouncer(t *testing.T) {
 			backendtest.Run(t, func(t *testing.T) backend.Driver {
 				cctx, cancel := context.WithTimeout(ctx, pgtest.Wait)
 				defer cancel()
-				d, err := pgstate.New(cctx, pool, &pgstate.Options{Schema: pgtest.Schema(t, u)})
+				// LISTEN needs a session: the driver listens on a
+				// direct connection.
+				d, err := pgstate.New(cctx, pool, &pgstate.Options{Schema: pgtest.Schema(t, u), Listen: u})
 				if err != nil {
 					t.Fatalf("New through PgBouncer: %v", err)
 				}
@@ -42,5 +47,25 @@ func TestBehindPgBouncer(t *testing.T) {
 				return d
 			})
 		})
+	}
+}
+
+// TestNotifyBehindPgBouncer checks that Notify finds out that
+// notifications do not arrive through PgBouncer in transaction pooling
+// mode, and says so (package state then polls) instead of listening in
+// vain.
+func TestNotifyBehindPgBouncer(t *testing.T) {
+	u := pgtest.URL(t)
+	b := pgtest.StartBouncer(t, u)
+	cctx, cancel := context.WithTimeout(ctx, pgtest.Wait)
+	defer cancel()
+	d, err := pgstate.Open(cctx, b.URL("default_query_exec_mode=exec", "pool_max_conns=4", "schema="+pgtest.Schema(t, u)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.Notify(cctx, func(string) {})
+	if !errors.Is(err, pgstate.ErrNoNotifications) {
+		t.Fatalf("Notify through PgBouncer: %v, want ErrNoNotifications", err)
 	}
 }

@@ -15,7 +15,9 @@
 // its cap as it is written (backend.HistoryTrimmer), tells package state
 // the database's time (backend.ServerClock), whether it can write
 // (backend.Pinger) and which server settings weaken the store
-// (backend.ConfigChecker).
+// (backend.ConfigChecker), and tells package state's waiters (Watch,
+// WaitKey, WaitRun) of other processes' writes through LISTEN/NOTIFY
+// (backend.Notifier, see Driver.Notify).
 //
 // # Time
 //
@@ -56,7 +58,22 @@
 // keeps no session state (no SET, no session-level lock across calls), so
 // it works behind PgBouncer in transaction pooling mode; PgBouncer before
 // 1.21 also needs pgx not to create named prepared statements: add
-// default_query_exec_mode=exec (or cache_describe) to the URL.
+// default_query_exec_mode=exec (or cache_describe) to the URL. LISTEN is
+// the exception, as it needs a session: behind such a pooler give the
+// listening connection a direct address (the listen URL parameter,
+// Options.Listen), or waiters fall back to polling, which the driver
+// detects.
+//
+// # History order
+//
+// Event ids are drawn before commit, so a later id may commit first.
+// History (without a key) stops at the namespace's settled horizon, below
+// every id still in flight: each writer announces a lower bound of its id
+// in an advisory lock before it draws it, and a reader reads the sequence,
+// then pg_locks, then the events (see the history function in
+// migrations/001_init.sql). Watch and waiters, which follow history with a
+// cursor, thus never pass an event that commits late
+// (backend.OrderedHistory); ids are not consecutive.
 //
 // # URLs
 //
@@ -80,6 +97,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/statesidecar/state/backend"
@@ -106,6 +124,16 @@ type Options struct {
 	// is sooner. Defaults to DefaultTimeout; a negative value means no bound.
 	// Only Open uses it: with New, the pool is the caller's to configure.
 	Timeout time.Duration
+	// Listen says how Notify (backend.Notifier) listens for other
+	// processes' writes: "" on a connection of its own to the pool's
+	// server, "off" not at all (waiters then poll, every
+	// state.Options.WaitPollInterval), anything else on a connection of
+	// its own to this connection string. LISTEN needs a session: behind
+	// PgBouncer in transaction pooling mode, give the database's direct
+	// address (or one pooled in session mode) here. Notify finds out when
+	// notifications do not arrive and falls back to polling; Listen only
+	// spares it the two seconds it takes to find out.
+	Listen string
 	// ClosePool makes Close close the pool too. Defaults to false: the caller
 	// owns the pool it passed to New. Open sets it.
 	ClosePool bool
@@ -114,11 +142,14 @@ type Options struct {
 // Driver is a backend.Driver over PostgreSQL. It is safe for concurrent use.
 // Create one with Open or New.
 type Driver struct {
-	pool   *pgxpool.Pool
-	schema string
-	q      queries
-	own    bool
-	closed atomic.Bool
+	pool     *pgxpool.Pool
+	schema   string
+	q        queries
+	own      bool
+	closed   atomic.Bool
+	listen   *pgx.ConnConfig // Options.Listen's; nil: the pool's
+	nolisten bool            // Options.Listen is "off"
+	channel  string          // the schema's notification channel
 }
 
 var (
@@ -132,6 +163,8 @@ var (
 	_ backend.Pinger         = (*Driver)(nil)
 	_ backend.ConfigChecker  = (*Driver)(nil)
 	_ backend.Claimer        = (*Driver)(nil)
+	_ backend.Notifier       = (*Driver)(nil)
+	_ backend.OrderedHistory = (*Driver)(nil)
 )
 
 var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -153,7 +186,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error
 	if !schemaName.MatchString(o.Schema) {
 		return nil, fmt.Errorf("pgstate: schema %q must be a letter or underscore followed by up to 62 letters, digits or underscores", o.Schema)
 	}
-	d := &Driver{pool: pool, schema: o.Schema, q: newQueries(o.Schema), own: o.ClosePool}
+	d := &Driver{pool: pool, schema: o.Schema, q: newQueries(o.Schema), own: o.ClosePool,
+		nolisten: o.Listen == listenOff, channel: channelOf(o.Schema)}
+	if o.Listen != "" && o.Listen != listenOff {
+		cfg, err := pgx.ParseConfig(o.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("pgstate: Options.Listen (URL parameter listen) cannot be used: %s", parseProblem(err))
+		}
+		d.listen = cfg
+	}
 	if err := pool.Ping(ctx); err != nil {
 		return nil, d.fail(ctx, "connecting to PostgreSQL", err)
 	}
@@ -166,8 +207,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error
 // Open connects to the database of connString (a postgres:// URL or a
 // key=value string, as pgxpool.ParseConfig reads it, pool_max_conns and
 // the other pool settings included) and returns a driver that owns the
-// pool. A URL may also carry the driver's own parameters, schema and
-// timeout (see URLOpener), for the fields opts leaves zero.
+// pool. A URL may also carry the driver's own parameters, schema, timeout
+// and listen (see URLOpener), for the fields opts leaves zero.
 func Open(ctx context.Context, connString string, opts *Options) (*Driver, error) {
 	var o Options
 	if opts != nil {
@@ -184,6 +225,9 @@ func Open(ctx context.Context, connString string, opts *Options) (*Driver, error
 		}
 		if o.Timeout == 0 {
 			o.Timeout = own.Timeout
+		}
+		if o.Listen == "" {
+			o.Listen = own.Listen
 		}
 	}
 	cfg, err := pgxpool.ParseConfig(connString)

@@ -170,7 +170,14 @@ func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Coun
 }
 
 // History implements backend.Driver: one range scan of the events' primary
-// key, or of their index by key.
+// key, or of their index by key. The namespace's history as a whole stops
+// at its settled horizon (see the history function in
+// migrations/001_init.sql): an event appears once every event before it
+// has committed or rolled back, so that package state's Watch and waiters,
+// which follow history with a cursor, never pass one still in flight.
+// Writes in flight are short (one function call, or the commit of an
+// Update), so an event is held back for little longer than the write
+// before it takes.
 func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backend.Event, error) {
 	err := d.enter(ctx)
 	if err != nil {
@@ -184,7 +191,7 @@ func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backen
 	if q.Key != "" {
 		rows, err = d.pool.Query(ctx, d.q.historyByKey, q.NS, []byte(q.Key), before, q.Limit)
 	} else {
-		rows, err = d.pool.Query(ctx, d.q.historyAll, q.NS, before, q.Limit)
+		rows, err = d.pool.Query(ctx, d.q.historyAll, q.NS, d.nsLock(q.NS), before, q.Limit)
 	}
 	if err != nil {
 		return nil, d.fail(ctx, "history", err)

@@ -68,12 +68,24 @@ var SchemaVersion = func() int {
 
 // expand substitutes the schema into a migration or statement: {{s}} is
 // the schema as a quoted identifier, {{s_lit}} its name as a string
-// literal.
+// literal, {{chan_lit}} its notification channel (see channelOf) as one.
 func expand(sql, schema string) string {
 	return strings.NewReplacer(
 		"{{s}}", pgx.Identifier{schema}.Sanitize(),
-		"{{s_lit}}", "'"+strings.ReplaceAll(schema, "'", "''")+"'",
+		"{{s_lit}}", literal(schema),
+		"{{chan_lit}}", literal(channelOf(schema)),
 	).Replace(sql)
+}
+
+func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// channelOf returns the channel the writes to schema notify on:
+// "pgstate." and the schema, cut to PostgreSQL's 63 bytes. Two schemas
+// sharing the cut name share a channel, which costs their listeners only
+// reads that find nothing new.
+func channelOf(schema string) string {
+	c := "pgstate." + schema
+	return c[:min(len(c), 63)]
 }
 
 // migrate brings the schema up to date. When it already is, it only reads

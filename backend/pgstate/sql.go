@@ -20,6 +20,8 @@ type queries struct {
 	historyAll, historyByKey            string
 	commit, set, lockRead, lease, reset string
 	sweep, trim, ping, settings, claim  string
+	listen, refresh, unlisten           string // a listener's registration (Notify)
+	awaitWriters                        string
 	s                                   string // the quoted schema
 }
 
@@ -60,8 +62,7 @@ func newQueries(schema string) queries {
 		}
 	}
 	const eventCols = `id, rev, key, op, value, prev, writer, at`
-	q.historyAll = `SELECT ` + eventCols + ` FROM ` + s + `.events
-		WHERE ns = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::integer`
+	q.historyAll = `SELECT ` + eventCols + ` FROM ` + s + `.history($1::text, $2::bigint, $3::bigint, $4::integer)`
 	q.historyByKey = `SELECT ` + eventCols + ` FROM ` + s + `.events
 		WHERE ns = $1::text AND key = $2::bytea AND id < $3::bigint ORDER BY id DESC LIMIT $4::integer`
 	q.commit = `SELECT committed, rev, failed, cur, now FROM ` + s + `.commit($1::text, $2::bigint, $3::bigint,
@@ -81,6 +82,13 @@ func newQueries(schema string) queries {
 		$1::text, $2::bigint, $3::bigint, $4::bigint, $5::bigint, $6::bytea, $7::bytea, $8::text, $9::text,
 		$10::bigint, $11::bytea, $12::bigint, $13::bytea, $14::text)`
 	q.trim = `SELECT trimmed, events FROM ` + s + `.trim($1::text, $2::bigint, $3::bigint, $4::integer)`
+	q.listen = `INSERT INTO ` + s + `.listeners (id, expires_at)
+		VALUES ($1::text, clock_timestamp() + $2::bigint * interval '1 millisecond')
+		ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`
+	q.refresh = `WITH u AS (UPDATE ` + s + `.listeners SET expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'
+		WHERE id = $1::text AND expires_at > clock_timestamp() RETURNING 1) SELECT EXISTS (SELECT FROM u)`
+	q.unlisten = `DELETE FROM ` + s + `.listeners WHERE id = $1::text`
+	q.awaitWriters = `SELECT ` + s + `.await_writers($1::integer)`
 	q.ping = `SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'`
 	q.settings = `SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit',
 		'default_transaction_isolation', 'autovacuum', 'max_connections', 'superuser_reserved_connections',

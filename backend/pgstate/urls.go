@@ -27,6 +27,9 @@ func init() {
 //
 //	schema   Options.Schema (default "state")
 //	timeout  Options.Timeout, a Go duration such as 10s (default 30s)
+//	listen   Options.Listen: off, or a connection string (URL-escaped) for
+//	         the connection that listens for changes; behind PgBouncer in
+//	         transaction pooling mode, the database's direct address
 //
 // and hands the rest of the URL to pgxpool.ParseConfig, so libpq's
 // parameters (sslmode, connect_timeout, application_name...), pgx's
@@ -51,7 +54,7 @@ func (URLOpener) OpenDriverURL(ctx context.Context, u *url.URL) (backend.Driver,
 	return openConfig(ctx, cfg, &o)
 }
 
-// ownParams takes the driver's own parameters (schema, timeout) out of u,
+// ownParams takes the driver's own parameters (schema, timeout, listen) out of u,
 // returning the rest of the URL for pgx and the options they set.
 func ownParams(u *url.URL) (*url.URL, Options, error) {
 	var o Options
@@ -70,6 +73,13 @@ func ownParams(u *url.URL) (*url.URL, Options, error) {
 		}
 		o.Timeout = t
 		q.Del("timeout")
+	}
+	if vs, ok := q["listen"]; ok {
+		o.Listen = vs[len(vs)-1]
+		if o.Listen == "" {
+			return nil, o, fmt.Errorf("pgstate: URL parameter listen is empty: give off or a connection string")
+		}
+		q.Del("listen")
 	}
 	v := *u
 	v.RawQuery = q.Encode()

@@ -3,6 +3,7 @@ package pgstate_test
 import (
 	"context"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,6 +39,8 @@ func TestOpenURL(t *testing.T) {
 		{"schema=a-b", "schema"},
 		{"schema=", "schema"},
 		{"timeout=soon", "timeout"},
+		{"listen=", "listen"},
+		{"listen=" + url.QueryEscape("postgres://x/db?sslmode=sometimes"), "listen"},
 		{"no_such_setting=1", "no_such_setting"}, // pgx sends it to the server, which refuses it
 	} {
 		_, err := state.Open(ctx, pgtest.WithParams(t, u, bad.param))

@@ -5,6 +5,7 @@
 //
 //	go run ./examples/waiters                                  # SQLite, 1000 waiters, 10 s idle
 //	go run ./examples/waiters -backend redis -redis-url redis://127.0.0.1:6379/0
+//	go run ./examples/waiters -backend postgres -postgres-url 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
 //	go run ./examples/waiters -writer direct                   # writes from this process, not through the sidecar
 //
 // It starts the sidecar (package sidecar, stateless HTTP) as a child
@@ -15,7 +16,8 @@
 // on one more key, then a write of that key, either a state_set through
 // the sidecar (-writer mcp) or a Set by this process on the same database
 // (-writer direct: another process's write, which the sidecar learns of
-// through the backend: SQLite's data_version, Redis pub/sub). The latency
+// through the backend: SQLite's data_version, Redis pub/sub, PostgreSQL
+// LISTEN/NOTIFY). The latency
 // is from the start of the write to the return of the waiter's call.
 package main
 
@@ -40,10 +42,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/statesidecar/state"
+	_ "github.com/statesidecar/state/backend/pgstate"     // postgres:// for -writer direct
 	_ "github.com/statesidecar/state/backend/redisstate"  // redis:// for -writer direct
 	_ "github.com/statesidecar/state/backend/sqlitestate" // sqlite: for -writer direct
 	"github.com/statesidecar/state/sidecar"
@@ -58,16 +62,17 @@ func main() {
 }
 
 type options struct {
-	backend, redisURL, writer string
-	waiters, wakes            int
-	idle                      time.Duration
-	serve                     string // child mode: the backend URL to serve
+	backend, redisURL, pgURL, writer string
+	waiters, wakes                   int
+	idle                             time.Duration
+	serve                            string // child mode: the backend URL to serve
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("waiters", flag.ContinueOnError)
 	var o options
-	fs.StringVar(&o.backend, "backend", "sqlite", "sqlite or redis")
+	fs.StringVar(&o.backend, "backend", "sqlite", "sqlite, redis or postgres")
+	fs.StringVar(&o.pgURL, "postgres-url", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL for -backend postgres (tables go in a schema of their own, dropped at the end)")
 	fs.StringVar(&o.redisURL, "redis-url", "redis://127.0.0.1:6379/0", "Redis URL for -backend redis (keys go under a prefix of their own, deleted at the end)")
 	fs.StringVar(&o.writer, "writer", "mcp", "who writes to wake a waiter: mcp (state_set through the sidecar) or direct (this process, on the same database)")
 	fs.IntVar(&o.waiters, "waiters", 1000, "parked state_wait calls")
@@ -179,7 +184,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // storeURL returns the backend URL of the run: a SQLite file in a new
-// temporary directory, or the Redis URL with a prefix of the run's own.
+// temporary directory, the Redis URL with a prefix of the run's own, or
+// the PostgreSQL URL with a schema of its own.
 func storeURL(o options) (string, func(), error) {
 	switch o.backend {
 	case "sqlite":
@@ -198,8 +204,39 @@ func storeURL(o options) (string, func(), error) {
 		q.Set("prefix", prefix)
 		u.RawQuery = q.Encode()
 		return u.String(), func() { _ = rediskeys.Delete(context.Background(), o.redisURL, prefix) }, nil
+	case "postgres":
+		u, err := url.Parse(o.pgURL)
+		if err != nil {
+			return "", nil, fmt.Errorf("-postgres-url: %w", err)
+		}
+		schema := fmt.Sprintf("waiters_%d", time.Now().UnixNano())
+		q := u.Query()
+		q.Set("schema", schema)
+		u.RawQuery = q.Encode()
+		return u.String(), func() { dropSchema(o.pgURL, schema) }, nil
 	}
-	return "", nil, fmt.Errorf("-backend must be sqlite or redis, got %q", o.backend)
+	return "", nil, fmt.Errorf("-backend must be sqlite, redis or postgres, got %q", o.backend)
+}
+
+// dropSchema drops the run's PostgreSQL schema.
+func dropSchema(pgURL, schema string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		return
+	}
+	q := u.Query()
+	for _, own := range []string{"schema", "timeout", "listen"} { // pgstate's parameters, not pgx's
+		q.Del(own)
+	}
+	u.RawQuery = q.Encode()
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 }
 
 // serve runs the child: a sidecar on storeURL on a loopback port, whose
@@ -210,6 +247,8 @@ func serve(ctx context.Context, storeURL string) error {
 	switch {
 	case strings.HasPrefix(storeURL, "sqlite://"):
 		cfg.Backend, cfg.DBPath = sidecar.BackendSQLite, strings.TrimPrefix(storeURL, "sqlite://")
+	case strings.HasPrefix(storeURL, "postgres://"):
+		cfg.Backend, cfg.DatabaseURL = sidecar.BackendPostgres, storeURL
 	default:
 		cfg.Backend, cfg.RedisURL = sidecar.BackendRedis, storeURL
 	}

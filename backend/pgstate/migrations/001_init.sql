@@ -45,6 +45,17 @@ CREATE TABLE {{s}}.events (
 CREATE INDEX events_key ON {{s}}.events (ns, key, id); -- history of one key
 CREATE INDEX events_at ON {{s}}.events (at);           -- trimming by age
 
+-- One row per process listening for the schema's changes (Driver.Notify),
+-- so that writers send notifications only when someone listens: a
+-- notifying commit takes a lock that serialises every notifying commit of
+-- the database, which costs concurrent writers much of their throughput.
+-- A listener refreshes its row well before it expires; a row left by a
+-- listener that died stops counting when it expires.
+CREATE TABLE {{s}}.listeners (
+    id         text PRIMARY KEY,
+    expires_at timestamptz NOT NULL
+);
+
 -- go_json encodes t as a JSON string exactly as Go's encoding/json does
 -- (which also escapes <, >, &, U+2028 and U+2029), so that history written
 -- here reads byte for byte as history written by package state.
@@ -125,6 +136,134 @@ BEGIN
 END
 $$;
 
+-- changed tells the schema's listeners, if any, that namespace p_ns
+-- changed: a notification on the schema's channel, delivered if and when
+-- the caller's transaction commits, with the namespace as payload ('' when
+-- it is too long for one: any namespace). A writer calls it after it took
+-- its announcement lock (see draw), in a statement of its own, so that a
+-- listener that registers in between finds the writer in pg_locks and
+-- waits for it (see await_writers).
+CREATE FUNCTION {{s}}.changed(p_ns text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT FROM {{s}}.listeners l WHERE l.expires_at > clock_timestamp()) THEN
+        PERFORM pg_notify({{chan_lit}}, CASE WHEN octet_length(p_ns) < 7900 THEN p_ns ELSE '' END);
+    END IF;
+END
+$$;
+
+-- await_writers waits, at most p_wait_ms, until every transaction that was
+-- drawing revisions when it started (holding an announcement lock, see
+-- draw, in any schema of the database) has ended, and reports whether they
+-- all did. A listener calls it after its row in listeners committed: a
+-- writer that did not see the row then has ended, its changes visible.
+CREATE FUNCTION {{s}}.await_writers(p_wait_ms integer) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_end timestamptz := clock_timestamp() + p_wait_ms * interval '1 millisecond';
+    v_db oid := (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
+    v_txs text[];
+BEGIN
+    SELECT array_agg(DISTINCT k.virtualtransaction) INTO v_txs
+      FROM pg_locks k WHERE k.locktype = 'advisory' AND k.objsubid = 2 AND k.database = v_db;
+    WHILE v_txs IS NOT NULL LOOP
+        IF clock_timestamp() >= v_end THEN
+            RETURN false;
+        END IF;
+        PERFORM pg_sleep(0.001);
+        SELECT array_agg(DISTINCT k.virtualtransaction) INTO v_txs
+          FROM pg_locks k WHERE k.locktype = 'advisory' AND k.objsubid = 2 AND k.database = v_db
+           AND k.virtualtransaction = ANY (v_txs);
+    END LOOP;
+    RETURN true;
+END
+$$;
+
+-- draw draws the next revision of namespace p_ns for a write at p_now
+-- (Unix ms) that holds the namespace's lock and the locks of the keys it
+-- writes, and tells listeners that p_ns changed (see changed).
+--
+-- Revisions come from the namespace's sequence (see next_rev), before the
+-- writer commits: a writer may commit revision 11 while revision 10 is
+-- still in flight. So that a reader of history never moves past an event
+-- that is not visible yet (see history), a writer first announces a lower
+-- bound of the revisions it is about to draw: the sequence's last value
+-- plus one, held until it commits or rolls back as a shared advisory lock
+-- on two int4 keys (the bound's high and low 32 bits, so that pg_locks
+-- shows it whole as classid and objid, with objsubid 2; the driver's other
+-- advisory locks are bigint ones, objsubid 1). A writer that draws a
+-- revision has announced it before, so a reader that reads the sequence
+-- and then pg_locks finds every revision drawn up to what it read either
+-- announced or committed. The lock waits for nothing: no one takes it
+-- exclusively.
+CREATE FUNCTION {{s}}.draw(p_ns text, p_now bigint, OUT rev bigint, OUT seq regclass)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_low bigint := 1;
+BEGIN
+    SELECT n.seq INTO seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
+    IF FOUND THEN
+        v_low := coalesce(pg_sequence_last_value(seq), 0) + 1;
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared((v_low >> 32)::integer, v_low::bit(32)::integer);
+    IF seq IS NOT NULL THEN
+        rev := nextval(seq);
+    END IF;
+    IF seq IS NULL OR rev < p_now * 1000 - 100000 THEN
+        SELECT n.rev, n.seq INTO rev, seq FROM {{s}}.next_rev(p_ns, p_now * 1000) n;
+    END IF;
+    PERFORM {{s}}.changed(p_ns);
+END
+$$;
+
+-- history reads the events of namespace p_ns with ids below p_before,
+-- newest first, at most p_limit, up to the namespace's settled horizon:
+-- the highest id below which no event is still in flight. In three steps,
+-- each with a snapshot of its own (a PL/pgSQL function's statements each
+-- take one under read committed): the sequence's last value S first, then
+-- the smallest bound announced (see draw) by a writer holding p_nslock,
+-- the namespace's lock, then the events up to the lesser of S and that
+-- bound minus one. A writer that drew an id up to S announced it before S
+-- was read, so it is either still in pg_locks, and its ids are above the
+-- horizon, or it ended before the events are read, and they are visible
+-- (or were rolled back). So a reader that has seen an event sees every
+-- earlier one, and one that follows history with a cursor misses none.
+-- Under a stricter isolation level than read committed the steps share one
+-- snapshot and this no longer holds.
+CREATE FUNCTION {{s}}.history(p_ns text, p_nslock bigint, p_before bigint, p_limit integer)
+RETURNS TABLE (id bigint, rev bigint, key bytea, op text, value bytea, prev bytea, writer text, at bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_seq regclass;
+    v_h bigint;
+    v_low bigint;
+BEGIN
+    SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    v_h := coalesce(pg_sequence_last_value(v_seq), 0);
+    WITH l AS MATERIALIZED (
+        SELECT k.pid, k.objsubid, (k.classid::bigint << 32) | k.objid::bigint AS v
+          FROM pg_locks k
+         WHERE k.locktype = 'advisory' AND k.objsubid IN (1, 2)
+           AND k.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database()))
+    SELECT min(m.v) INTO v_low
+      FROM l m
+     WHERE m.objsubid = 2
+       AND EXISTS (SELECT FROM l n WHERE n.pid = m.pid AND n.objsubid = 1 AND n.v = p_nslock);
+    IF v_low IS NOT NULL THEN
+        v_h := least(v_h, v_low - 1);
+    END IF;
+    RETURN QUERY
+    SELECT e.id, e.rev, e.key, e.op, e.value, e.prev, e.writer, e.at
+      FROM {{s}}.events e
+     WHERE e.ns = p_ns AND e.id < p_before AND e.id <= v_h
+     ORDER BY e.id DESC
+     LIMIT p_limit;
+END
+$$;
+
 -- commit applies one backend.Txn (see Driver.Commit): it takes the
 -- namespace's lock shared (p_excl: exclusive, for commits touching many
 -- keys) and the advisory lock of every key it reads or writes (p_locks,
@@ -180,15 +319,8 @@ BEGIN
     IF cardinality(p_op_keys) = 0 AND cardinality(p_ev_keys) = 0 THEN
         RETURN;
     END IF;
-    -- The next revision: the namespace's sequence, unless the namespace is
-    -- new or the sequence fell behind the clock (next_rev handles both).
-    SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
-    IF FOUND THEN
-        rev := nextval(v_seq);
-    END IF;
-    IF v_seq IS NULL OR rev < now * 1000 - 100000 THEN
-        SELECT n.rev, n.seq INTO rev, v_seq FROM {{s}}.next_rev(p_ns, now * 1000) n;
-    END IF;
+    -- The next revision, announced to readers of history (see draw).
+    SELECT d.rev, d.seq INTO rev, v_seq FROM {{s}}.draw(p_ns, now) d;
     -- Events first, so that PrevOf sees the records as they were.
     IF cardinality(p_ev_keys) > 0 THEN
         INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
@@ -285,15 +417,8 @@ BEGIN
     IF NOT committed THEN
         RETURN;
     END IF;
-    -- The next revision: the namespace's sequence, unless the namespace is
-    -- new or the sequence fell behind the clock (next_rev handles both).
-    SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
-    IF FOUND THEN
-        rev := nextval(v_seq);
-    END IF;
-    IF v_seq IS NULL OR rev < now * 1000 - 100000 THEN
-        SELECT n.rev, n.seq INTO rev, v_seq FROM {{s}}.next_rev(p_ns, now * 1000) n;
-    END IF;
+    -- The next revision, announced to readers of history (see draw).
+    SELECT d.rev, d.seq INTO rev, v_seq FROM {{s}}.draw(p_ns, now) d;
     INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
     VALUES (p_ns, rev, rev, p_ev_key, p_ev_op, p_value, CASE WHEN v_live THEN r.value END, p_writer, now);
     INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
@@ -375,15 +500,8 @@ BEGIN
         RETURN;
     END IF;
     ok := true;
-    -- The next revision: the namespace's sequence, unless the namespace is
-    -- new or the sequence fell behind the clock (next_rev handles both).
-    SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
-    IF FOUND THEN
-        v_rev := nextval(v_seq);
-    END IF;
-    IF v_seq IS NULL OR v_rev < now * 1000 - 100000 THEN
-        SELECT n.rev, n.seq INTO v_rev, v_seq FROM {{s}}.next_rev(p_ns, now * 1000) n;
-    END IF;
+    -- The next revision, announced to readers of history (see draw).
+    SELECT d.rev, d.seq INTO v_rev, v_seq FROM {{s}}.draw(p_ns, now) d;
     IF v_live OR (present AND r.writer <> p_holder) THEN -- the lease as it was, live or taken over
         v_prev := convert_to('{"holder":' || {{s}}.go_json(r.writer) || ',"fence":' || r.crev ||
             ',"expires_at":' || coalesce(r.expires_at, 0) || '}', 'UTF8');
@@ -446,6 +564,10 @@ BEGIN
     DELETE FROM {{s}}.records r WHERE r.ns = p_ns;
     DELETE FROM {{s}}.events e WHERE e.ns = p_ns;
     GET DIAGNOSTICS events = ROW_COUNT;
+    -- Announced as a write (see draw), so that a listener registering
+    -- meanwhile waits for it (see changed).
+    PERFORM pg_advisory_xact_lock_shared(0, 1);
+    PERFORM {{s}}.changed(p_ns);
 END
 $$;
 

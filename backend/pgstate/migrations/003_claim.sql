@@ -155,15 +155,8 @@ BEGIN
             PERFORM pg_advisory_xact_lock(p_child_lock);
         END IF;
     END IF;
-    -- The next revision: the namespace's sequence, unless the namespace is
-    -- new or the sequence fell behind the clock (next_rev handles both).
-    SELECT n.seq INTO v_seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
-    IF FOUND THEN
-        rev := nextval(v_seq);
-    END IF;
-    IF v_seq IS NULL OR rev < now * 1000 - 100000 THEN
-        SELECT n.rev, n.seq INTO rev, v_seq FROM {{s}}.next_rev(p_ns, now * 1000) n;
-    END IF;
+    -- The next revision, announced to readers of history (see draw).
+    SELECT d.rev, d.seq INTO rev, v_seq FROM {{s}}.draw(p_ns, now) d;
     v_claim := ',"claim_expires_at":' || (now + p_ttl) || ',"claim_ttl_ms":' || p_ttl || v_text;
     v_old := '{"status":"' || v_st || '"' || v_ag || ',"attempt":' || v_att || ',"fence":' || v_fence ||
         ',"last_step":' || v_ls || '}';
