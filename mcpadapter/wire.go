@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // PrepareMessage readies one JSON-RPC message, as a transport received it,
@@ -58,6 +60,13 @@ func PrepareMessage(msg []byte) []byte {
 	}
 	out, err := marshalRaw(top)
 	if err != nil {
+		return msg
+	}
+	// The rest of the call must decode as mcp-go decodes it (encoding/json
+	// matches field names without regard to case, so {"nAme":{}} is a name
+	// that is not a string): if it does not, mcp-go reports the original.
+	var req mcp.CallToolRequest
+	if json.Unmarshal(out, &req) != nil {
 		return msg
 	}
 	return out
