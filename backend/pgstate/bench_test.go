@@ -2,7 +2,6 @@ package pgstate_test
 
 import (
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend/pgstate"
+	"github.com/statesidecar/state/internal/benchvs"
 	"github.com/statesidecar/state/internal/pgtest"
 )
 
@@ -66,19 +66,7 @@ func BenchmarkVsRaw(b *testing.B) {
 				store := bm.setup(b, e)
 				raw := e.rawOp(b, bm.raw)
 				b.ReportAllocs()
-				b.ResetTimer()
-				var rawT, storeT time.Duration
-				const rounds = 10
-				var next, rawNext atomic.Int64
-				for r := range rounds {
-					n := int64(b.N*(r+1)/rounds - b.N*r/rounds)
-					rawT += run(g, n, &rawNext, raw, e)
-					storeT += run(g, n, &next, store, e)
-				}
-				b.StopTimer()
-				if err, _ := e.err.Load().(error); err != nil {
-					b.Fatal(err)
-				}
+				rawT, storeT := benchvs.Alternate(b, g, raw, store)
 				b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "ns/op")
 				b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
 				b.ReportMetric(float64(rawT)/float64(storeT), "x-raw")
@@ -87,34 +75,12 @@ func BenchmarkVsRaw(b *testing.B) {
 	}
 }
 
-// run performs n operations with g goroutines, numbering them from next,
-// and returns how long they took.
-func run(g int, n int64, next *atomic.Int64, op func(int64) error, e *benchEnv) time.Duration {
-	end := next.Load() + n
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range g {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < end; i = next.Add(1) - 1 {
-				if err := op(i); err != nil {
-					e.err.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	next.Store(end)
-	return time.Since(start)
-}
-
 // benchEnv is a store over a pool of its own, large enough for 32
 // goroutines, in a schema of its own dropped afterwards; the raw baselines
 // use the same pool, in tables of that schema.
 type benchEnv struct {
-	d   *pgstate.Driver
-	st  *state.Store
-	err atomic.Value
+	d  *pgstate.Driver
+	st *state.Store
 }
 
 func newBenchEnv(b *testing.B, u string) *benchEnv {
@@ -173,12 +139,13 @@ func (e *benchEnv) createRuns(b *testing.B, n int) []string {
 	b.Helper()
 	ids := make([]string, n)
 	var next atomic.Int64
-	run(32, int64(n), &next, func(i int64) error {
+	var failed atomic.Value
+	benchvs.Parallel(32, int64(n), &next, func(i int64) error {
 		r, err := e.st.CreateRun(ctx, "job", nil)
 		ids[i] = r.ID
 		return err
-	}, e)
-	if err, _ := e.err.Load().(error); err != nil {
+	}, &failed)
+	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
 	return ids

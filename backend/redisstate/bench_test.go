@@ -3,13 +3,13 @@ package redisstate_test
 import (
 	"context"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend/redisstate"
+	"github.com/statesidecar/state/internal/benchvs"
 	"github.com/statesidecar/state/internal/redistest"
 )
 
@@ -67,19 +67,7 @@ func BenchmarkVsRaw(b *testing.B) {
 				store := bm.setup(b, e)
 				raw := e.rawOp(b, bm.raw)
 				b.ReportAllocs()
-				b.ResetTimer()
-				var rawT, storeT time.Duration
-				const rounds = 10
-				var next, rawNext atomic.Int64
-				for r := range rounds {
-					n := int64(b.N*(r+1)/rounds - b.N*r/rounds)
-					rawT += run(g, n, &rawNext, raw, e)
-					storeT += run(g, n, &next, store, e)
-				}
-				b.StopTimer()
-				if err, _ := e.err.Load().(error); err != nil {
-					b.Fatal(err)
-				}
+				rawT, storeT := benchvs.Alternate(b, g, raw, store)
 				b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "ns/op")
 				b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
 				b.ReportMetric(float64(rawT)/float64(storeT), "x-raw")
@@ -88,33 +76,11 @@ func BenchmarkVsRaw(b *testing.B) {
 	}
 }
 
-// run performs n operations with g goroutines, numbering them from next,
-// and returns how long they took.
-func run(g int, n int64, next *atomic.Int64, op func(int64) error, e *benchEnv) time.Duration {
-	end := next.Load() + n
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range g {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < end; i = next.Add(1) - 1 {
-				if err := op(i); err != nil {
-					e.err.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	next.Store(end)
-	return time.Since(start)
-}
-
 // benchEnv is a store over a client of its own, with a pool large enough
 // for 32 goroutines, in a prefix of its own deleted afterwards.
 type benchEnv struct {
-	d   *redisstate.Driver
-	st  *state.Store
-	err atomic.Value
+	d  *redisstate.Driver
+	st *state.Store
 }
 
 func newBenchEnv(b *testing.B, u string) *benchEnv {
@@ -155,12 +121,13 @@ func (e *benchEnv) createRuns(b *testing.B, n int) []string {
 	b.Helper()
 	ids := make([]string, n)
 	var next atomic.Int64
-	run(32, int64(n), &next, func(i int64) error {
+	var failed atomic.Value
+	benchvs.Parallel(32, int64(n), &next, func(i int64) error {
 		r, err := e.st.CreateRun(ctx, "job", nil)
 		ids[i] = r.ID
 		return err
-	}, e)
-	if err, _ := e.err.Load().(error); err != nil {
+	}, &failed)
+	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
 	return ids

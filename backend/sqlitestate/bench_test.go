@@ -17,13 +17,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend/sqlitestate"
+	"github.com/statesidecar/state/internal/benchvs"
 )
 
 const benchKeys = 10_000
@@ -234,55 +234,13 @@ func BenchmarkClaimVsRaw(b *testing.B) {
 				store := bm.setup(b, e, b.N)
 				val := []byte(`{"n":1,"text":"some agent state"}`)
 				raw := func(i int64) error { return e.rawSet(fmt.Sprintf("key-%05d", i%benchKeys), val) }
-				rawT, storeT := alternate(b, g, raw, store)
+				rawT, storeT := benchvs.Alternate(b, g, raw, store)
 				b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "ns/op")
 				b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
 				b.ReportMetric(float64(storeT)/float64(rawT), "x-raw-cost")
 			})
 		}
 	}
-}
-
-// alternate times b.N operations of first and b.N of second, g goroutines
-// at a time, in ten alternating rounds (first, second, first...) so that
-// both see the same machine load, and returns how long each took in all.
-func alternate(b *testing.B, g int, first, second func(int64) error) (firstT, secondT time.Duration) {
-	b.Helper()
-	b.ResetTimer()
-	var next, firstNext atomic.Int64
-	var failed atomic.Value
-	const rounds = 10
-	for r := range rounds {
-		n := int64(b.N*(r+1)/rounds - b.N*r/rounds)
-		firstT += runOps(g, n, &firstNext, first, &failed)
-		secondT += runOps(g, n, &next, second, &failed)
-	}
-	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	return firstT, secondT
-}
-
-// runOps performs n operations with g goroutines, numbering them from next,
-// and returns how long they took; the first error goes to failed.
-func runOps(g int, n int64, next *atomic.Int64, op func(int64) error, failed *atomic.Value) time.Duration {
-	end := next.Load() + n
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range g {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < end; i = next.Add(1) - 1 {
-				if err := op(i); err != nil {
-					failed.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	next.Store(end)
-	return time.Since(start)
 }
 
 func BenchmarkAcquire(b *testing.B) {

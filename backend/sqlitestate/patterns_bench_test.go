@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/internal/benchvs"
 )
 
 // BenchmarkPatternsVsPlain measures what the coordination patterns cost
@@ -64,7 +65,7 @@ func BenchmarkPatternsVsPlain(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			e := newBenchEnv(b)
 			pattern, plain := bm.setup(b, e, b.N)
-			plainT, patT := alternate(b, 1, plain, pattern)
+			plainT, patT := benchvs.Alternate(b, 1, plain, pattern)
 			b.ReportMetric(float64(patT.Nanoseconds())/float64(b.N), "ns/op")
 			b.ReportMetric(float64(plainT.Nanoseconds())/float64(b.N), "plain-ns/op")
 			b.ReportMetric(float64(patT)/float64(plainT), "x-plain-cost")
