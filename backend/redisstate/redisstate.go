@@ -217,10 +217,7 @@ func (d *Driver) fail(ctx context.Context, op string, err error) error {
 	if d.closed.Load() {
 		return backend.ErrClosed
 	}
-	cerr := ctx.Err()
-	if dl, ok := ctx.Deadline(); ok && cerr == nil && !time.Now().Before(dl) {
-		cerr = context.DeadlineExceeded // the socket's deadline fired before ctx's timer
-	}
+	cerr := backend.Ended(ctx)
 	if cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("redisstate: %s: %w (%w)", op, err, cerr)
 	}
