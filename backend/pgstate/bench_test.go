@@ -2,7 +2,6 @@ package pgstate_test
 
 import (
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,42 +33,16 @@ import (
 func BenchmarkVsRaw(b *testing.B) {
 	u := pgtest.URL(b)
 	for _, g := range []int{1, 32} {
-		for _, bm := range []struct {
-			name, raw string
-			setup     func(b *testing.B, e *benchEnv) func(i int64) error
-		}{
-			{"Get", "select", func(b *testing.B, e *benchEnv) func(int64) error {
-				if _, err := e.st.Set(ctx, "k", map[string]int{"n": 1}); err != nil {
-					b.Fatal(err)
-				}
-				return func(int64) error { _, err := e.st.Get(ctx, "k"); return err }
-			}},
-			{"Set", "upsert", func(b *testing.B, e *benchEnv) func(int64) error {
-				return func(i int64) error {
-					_, err := e.st.Set(ctx, "k"+strconv.FormatInt(i%1000, 10), map[string]int{"n": 1})
-					return err
-				}
-			}},
-			{"Acquire", "upsert-new", func(b *testing.B, e *benchEnv) func(int64) error {
-				return func(i int64) error {
-					_, err := e.st.TryAcquire(ctx, "res-"+strconv.FormatInt(i, 10), "holder", time.Minute)
-					return err
-				}
-			}},
-			{"Claim", "upsert", func(b *testing.B, e *benchEnv) func(int64) error {
-				ids := e.createRuns(b, b.N)
-				return func(i int64) error { _, err := e.st.ClaimRun(ctx, ids[i], "agent"); return err }
-			}},
+		for _, bm := range []struct{ name, raw string }{
+			{"Get", "select"},
+			{"Set", "upsert"},
+			{"Acquire", "upsert-new"},
+			{"Claim", "upsert"},
 		} {
 			b.Run(bm.name+"/goroutines="+strconv.Itoa(g), func(b *testing.B) {
 				e := newBenchEnv(b, u)
-				store := bm.setup(b, e)
-				raw := e.rawOp(b, bm.raw)
-				b.ReportAllocs()
-				rawT, storeT := benchvs.Alternate(b, g, raw, store)
-				b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "ns/op")
-				b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
-				b.ReportMetric(float64(rawT)/float64(storeT), "x-raw")
+				store := benchvs.StoreOp(b, e.st, bm.name)
+				benchvs.VsRaw(b, g, e.rawOp(b, bm.raw), store)
 			})
 		}
 	}
@@ -132,21 +105,4 @@ func (e *benchEnv) rawOp(b *testing.B, kind string) func(int64) error {
 		batch.Queue(history, k, val, time.Now().UnixMilli())
 		return pool.SendBatch(ctx, batch).Close()
 	}
-}
-
-// createRuns creates n runs to claim, 32 at a time.
-func (e *benchEnv) createRuns(b *testing.B, n int) []string {
-	b.Helper()
-	ids := make([]string, n)
-	var next atomic.Int64
-	var failed atomic.Value
-	benchvs.Parallel(32, int64(n), &next, func(i int64) error {
-		r, err := e.st.CreateRun(ctx, "job", nil)
-		ids[i] = r.ID
-		return err
-	}, &failed)
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	return ids
 }

@@ -3,9 +3,7 @@ package redisstate_test
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend/redisstate"
@@ -26,51 +24,17 @@ import (
 func BenchmarkVsRaw(b *testing.B) {
 	u := redistest.URL(b)
 	for _, g := range []int{1, 32} {
-		for _, bm := range []struct {
-			name, raw string
-			setup     func(b *testing.B, e *benchEnv) func(i int64) error
-		}{
-			{"Get", "GET", func(b *testing.B, e *benchEnv) func(int64) error {
-				if _, err := e.st.Set(ctx, "k", map[string]int{"n": 1}); err != nil {
-					b.Fatal(err)
-				}
-				return func(int64) error { _, err := e.st.Get(ctx, "k"); return err }
-			}},
-			{"Set", "SET", func(b *testing.B, e *benchEnv) func(int64) error {
-				return func(i int64) error {
-					_, err := e.st.Set(ctx, "k"+strconv.FormatInt(i%1000, 10), map[string]int{"n": 1})
-					return err
-				}
-			}},
-			{"Claim", "SET", func(b *testing.B, e *benchEnv) func(int64) error {
-				ids := e.createRuns(b, b.N)
-				return func(i int64) error { _, err := e.st.ClaimRun(ctx, ids[i], "agent"); return err }
-			}},
-			{"Heartbeat", "SET", func(b *testing.B, e *benchEnv) func(int64) error {
-				ids := e.createRuns(b, 1000)
-				for _, id := range ids {
-					if _, err := e.st.ClaimRun(ctx, id, "agent"); err != nil {
-						b.Fatal(err)
-					}
-				}
-				return func(i int64) error { _, err := e.st.ClaimRun(ctx, ids[i%1000], "agent"); return err }
-			}},
-			{"Acquire", "SET", func(b *testing.B, e *benchEnv) func(int64) error {
-				return func(i int64) error {
-					_, err := e.st.TryAcquire(ctx, "res-"+strconv.FormatInt(i, 10), "holder", time.Minute)
-					return err
-				}
-			}},
+		for _, bm := range []struct{ name, raw string }{
+			{"Get", "GET"},
+			{"Set", "SET"},
+			{"Claim", "SET"},
+			{"Heartbeat", "SET"},
+			{"Acquire", "SET"},
 		} {
 			b.Run(bm.name+"/goroutines="+strconv.Itoa(g), func(b *testing.B) {
 				e := newBenchEnv(b, u)
-				store := bm.setup(b, e)
-				raw := e.rawOp(b, bm.raw)
-				b.ReportAllocs()
-				rawT, storeT := benchvs.Alternate(b, g, raw, store)
-				b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "ns/op")
-				b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
-				b.ReportMetric(float64(rawT)/float64(storeT), "x-raw")
+				store := benchvs.StoreOp(b, e.st, bm.name)
+				benchvs.VsRaw(b, g, e.rawOp(b, bm.raw), store)
 			})
 		}
 	}
@@ -114,21 +78,4 @@ func (e *benchEnv) rawOp(b *testing.B, cmd string) func(int64) error {
 		return func(int64) error { return rdb.Get(ctx, base+"k").Err() }
 	}
 	return func(i int64) error { return rdb.Set(ctx, base+strconv.FormatInt(i%1000, 10), `{"n":1}`, 0).Err() }
-}
-
-// createRuns creates n runs to claim, 32 at a time.
-func (e *benchEnv) createRuns(b *testing.B, n int) []string {
-	b.Helper()
-	ids := make([]string, n)
-	var next atomic.Int64
-	var failed atomic.Value
-	benchvs.Parallel(32, int64(n), &next, func(i int64) error {
-		r, err := e.st.CreateRun(ctx, "job", nil)
-		ids[i] = r.ID
-		return err
-	}, &failed)
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	return ids
 }
