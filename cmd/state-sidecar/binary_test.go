@@ -99,10 +99,18 @@ func run(t *testing.T, cmd *exec.Cmd) *proc {
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	if p.stdout, err = p.cmd.StdoutPipe(); err != nil {
+	// A pipe of our own rather than StdoutPipe: Wait, which runs at once
+	// below, closes StdoutPipe's reading end as soon as the process exits,
+	// cutting off output not yet read; this one ends only at EOF.
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Start(); err != nil {
+	t.Cleanup(func() { _ = r.Close() })
+	p.stdout, p.cmd.Stdout = r, w
+	err = p.cmd.Start()
+	_ = w.Close() // the child holds its own copy
+	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
