@@ -2,10 +2,12 @@ package pgstate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,7 +29,7 @@ func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, 
 	if err != nil {
 		return backend.Result{}, err
 	}
-	if isSet(txn) {
+	if isSet(txn) && !d.counter(txn.Then[0].Key) {
 		return d.set(ctx, txn)
 	}
 	args, err := d.commitArgs(txn, nowArg(txn.Now), false)
@@ -109,6 +111,35 @@ func (d *Driver) locksOf(ns string, keys ...string) []int64 {
 	return slices.Compact(locks)
 }
 
+// counter reports whether key is a counter: a key under layout.CountPrefix,
+// which package state writes with backend.OpAdd and reads whole. A commit
+// that only adds to a counter adds to a shard of it under its lock taken
+// shared, and reads of one take its lock exclusively (see the counters
+// table in migrations/001_init.sql).
+func (d *Driver) counter(key string) bool { return strings.HasPrefix(key, d.counters) }
+
+// keyLock is the advisory lock of a key a commit touches, and whether the
+// commit may take it shared.
+type keyLock struct {
+	id     int64
+	shared bool
+}
+
+// sortLocks sorts locks by id and merges repeats, shared only when every
+// key sharing the id is.
+func sortLocks(locks []keyLock) ([]int64, []bool) {
+	slices.SortFunc(locks, func(a, b keyLock) int { return cmp.Compare(a.id, b.id) })
+	ids, shared := make([]int64, 0, len(locks)), make([]bool, 0, len(locks))
+	for _, l := range locks {
+		if n := len(ids); n > 0 && ids[n-1] == l.id {
+			shared[n-1] = shared[n-1] && l.shared
+			continue
+		}
+		ids, shared = append(ids, l.id), append(shared, l.shared)
+	}
+	return ids, shared
+}
+
 // commitArgs returns the arguments of the commit function for txn. With
 // excl the caller already holds the namespace's lock exclusively; so does
 // the commit when it touches more than maxKeyLocks keys.
@@ -177,9 +208,53 @@ func (d *Driver) commitArgs(txn *backend.Txn, now any, excl bool) ([]any, error)
 			excl, locks = true, nil
 		}
 	}
+	// Adds without TTL to counters that nothing else in the commit touches
+	// go to shards under the counters' locks taken shared (kind 4); every
+	// other counter the commit touches is folded first, under its lock
+	// taken exclusively.
+	var exact map[string]bool
+	if slices.ContainsFunc(keys, d.counter) {
+		exact = make(map[string]bool)
+	}
+	var fold [][]byte
+	shared := make([]bool, len(locks))
+	if exact != nil {
+		for _, c := range txn.If {
+			exact[c.Key] = true
+		}
+		for _, e := range txn.Events {
+			exact[e.PrevOf] = true
+		}
+		for _, op := range txn.Then {
+			if op.Kind != backend.OpAdd || op.TTL != 0 {
+				exact[op.Key] = true
+			}
+		}
+		kl := make([]keyLock, 0, len(keys))
+		folded := map[string]bool{}
+		for _, k := range keys {
+			sh := !excl && !exact[k] && d.counter(k)
+			if !sh && d.counter(k) && !folded[k] {
+				folded[k] = true
+				fold = append(fold, []byte(k))
+			}
+			kl = append(kl, keyLock{d.lockKey(txn.NS, k), sh})
+		}
+		for i, op := range txn.Then {
+			if op.Kind == backend.OpAdd && !excl && !exact[op.Key] && d.counter(op.Key) {
+				kinds[i] = 4
+			}
+		}
+		if !excl {
+			locks, shared = sortLocks(kl)
+		}
+	}
+	if fold == nil {
+		fold = [][]byte{}
+	}
 	return []any{txn.NS, now, d.nsLock(txn.NS), excl, locks, condKeys, condRevs,
 		kinds, opKeys, values, writers, ttls, times, distinct,
-		evKeys, evOps, evValues, evPrevs, evPrevOfs, evWriters, evTimes}, nil
+		evKeys, evOps, evValues, evPrevs, evPrevOfs, evWriters, evTimes, shared, fold}, nil
 }
 
 // errNeedExclusive asks Update to start again holding its namespace's lock
@@ -243,7 +318,7 @@ func (d *Driver) update(ctx context.Context, q *backend.GetQuery, fn func([]back
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(d.q.lockRead, q.NS, nowArg(q.Now), d.nsLock(q.NS), excl, locks, keys)
+	b.Queue(d.q.lockRead, q.NS, nowArg(q.Now), d.nsLock(q.NS), excl, locks, keys, slices.ContainsFunc(q.Keys, d.counter))
 	br := conn.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()

@@ -101,6 +101,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/statesidecar/state/backend"
+	"github.com/statesidecar/state/internal/layout"
 )
 
 // DefaultSchema is the schema used when Options.Schema is empty.
@@ -150,6 +151,7 @@ type Driver struct {
 	listen   *pgx.ConnConfig // Options.Listen's; nil: the pool's
 	nolisten bool            // Options.Listen is "off"
 	channel  string          // the schema's notification channel
+	counters string          // the prefix of counter keys (see Driver.counter)
 }
 
 var (
@@ -187,7 +189,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error
 		return nil, fmt.Errorf("pgstate: schema %q must be a letter or underscore followed by up to 62 letters, digits or underscores", o.Schema)
 	}
 	d := &Driver{pool: pool, schema: o.Schema, q: newQueries(o.Schema), own: o.ClosePool,
-		nolisten: o.Listen == listenOff, channel: channelOf(o.Schema)}
+		nolisten: o.Listen == listenOff, channel: channelOf(o.Schema), counters: layout.CountPrefix}
 	if o.Listen != "" && o.Listen != listenOff {
 		cfg, err := pgx.ParseConfig(o.Listen)
 		if err != nil {

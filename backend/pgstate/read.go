@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +32,16 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 	if err != nil {
 		return backend.Record{}, err
 	}
+	if d.counter(key) {
+		recs, err := d.readCounters(ctx, &backend.GetQuery{NS: ns, Keys: []string{key}, Now: now})
+		if err != nil {
+			return backend.Record{}, d.fail(ctx, "get", err)
+		}
+		if recs[0].Revision == 0 {
+			return backend.Record{}, backend.ErrNotFound
+		}
+		return recs[0], nil
+	}
 	r := backend.Record{Key: key}
 	err = scanRecord(d.pool.QueryRow(ctx, d.q.get, ns, []byte(key), nowArg(now)), &r)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -49,6 +60,13 @@ func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Re
 	if err != nil {
 		return nil, err
 	}
+	if slices.ContainsFunc(q.Keys, d.counter) {
+		out, err := d.readCounters(ctx, q)
+		if err != nil {
+			return nil, d.fail(ctx, "get many", err)
+		}
+		return out, nil
+	}
 	keys := make([][]byte, len(q.Keys))
 	for i, k := range q.Keys {
 		keys[i] = []byte(k)
@@ -62,6 +80,42 @@ func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Re
 		return nil, d.fail(ctx, "get many", err)
 	}
 	return out, nil
+}
+
+// readCounters reads q's keys, some of them counters, in one call of the
+// read_counters function: it takes the counters' locks exclusively, so that
+// it waits for the adds in flight (each holds its counter's lock shared)
+// and reads each counter's exact sum. A reader locks only counters, in
+// the writers' order, but an Update locks the keys it writes after those it
+// read: when the database breaks the rare deadlock by failing the read, it
+// reads again.
+func (d *Driver) readCounters(ctx context.Context, q *backend.GetQuery) ([]backend.Record, error) {
+	keys := make([][]byte, len(q.Keys))
+	var counters []string
+	for i, k := range q.Keys {
+		keys[i] = []byte(k)
+		if d.counter(k) {
+			counters = append(counters, k)
+		}
+	}
+	locks := d.locksOf(q.NS, counters...)
+	excl := len(locks) > maxKeyLocks
+	if excl {
+		locks = nil
+	}
+	for {
+		rows, err := d.pool.Query(ctx, d.q.readCounters, q.NS, nowArg(q.Now), d.nsLock(q.NS), excl, locks, keys)
+		if err == nil {
+			var out []backend.Record
+			out, _, err = scanRead(rows, q.Keys, q.IncludeExpired)
+			if err == nil {
+				return out, nil
+			}
+		}
+		if !deadlocked(ctx, err) {
+			return nil, err
+		}
+	}
 }
 
 // scanRead reads the rows of getMany or lock_read: one per key, in order,
@@ -119,6 +173,9 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 	if q.KeysOnly {
 		keysOnly = 1
 	}
+	if d.countersIn(lower, end, bounded) {
+		return d.listCounted(ctx, q, lower, after == 1, end)
+	}
 	args := []any{q.NS, []byte(lower), nowArg(q.Now), q.Limit}
 	b := 0
 	if bounded {
@@ -143,6 +200,43 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 			return nil, d.fail(ctx, "list", err)
 		}
 		r.Key = string(key)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.fail(ctx, "list", err)
+	}
+	return out, nil
+}
+
+// countersIn reports whether the keys from lower up to end (or without an
+// upper bound) may include counters.
+func (d *Driver) countersIn(lower string, end []byte, bounded bool) bool {
+	cend, cbounded := prefixEnd(d.counters)
+	return (!cbounded || lower < string(cend)) && (!bounded || string(end) > d.counters)
+}
+
+// listCounted is List of a range that may hold counters: one call of the
+// list_counted function, which takes the namespace's lock exclusively (it
+// cannot know the counters' locks beforehand), so that no add is in flight,
+// and reads each counter's exact sum. Package state never lists counters;
+// this keeps List exact for any caller that does.
+func (d *Driver) listCounted(ctx context.Context, q *backend.ListQuery, lower string, after bool, end []byte) ([]backend.Record, error) {
+	rows, err := d.pool.Query(ctx, d.q.listCounted, q.NS, d.nsLock(q.NS), []byte(lower), after, end, nowArg(q.Now), q.Limit)
+	if err != nil {
+		return nil, d.fail(ctx, "list", err)
+	}
+	defer rows.Close()
+	var out []backend.Record
+	for rows.Next() {
+		var r backend.Record
+		var key []byte
+		if err := scanRecord(rows, &r, &key); err != nil {
+			return nil, d.fail(ctx, "list", err)
+		}
+		r.Key = string(key)
+		if q.KeysOnly {
+			r = backend.Record{Key: r.Key, Revision: r.Revision, CreateRevision: r.CreateRevision}
+		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -19,6 +19,7 @@ type queries struct {
 	list                                [2][2][2]string // [after][bounded][keysOnly]
 	historyAll, historyByKey            string
 	commit, set, lockRead, lease, reset string
+	readCounters, listCounted           string // reads of ranges or keys holding counters
 	sweep, trim, ping, settings, claim  string
 	listen, refresh, unlisten           string // a listener's registration (Notify)
 	awaitWriters                        string
@@ -68,11 +69,15 @@ func newQueries(schema string) queries {
 	q.commit = `SELECT committed, rev, failed, cur, now FROM ` + s + `.commit($1::text, $2::bigint, $3::bigint,
 		$4::boolean, $5::bigint[], $6::bytea[], $7::bigint[], $8::smallint[], $9::bytea[], $10::bytea[],
 		$11::text[], $12::bigint[], $13::bigint[], $14::boolean, $15::bytea[], $16::text[], $17::bytea[],
-		$18::bytea[], $19::bytea[], $20::text[], $21::bigint[])`
+		$18::bytea[], $19::bytea[], $20::text[], $21::bigint[], $22::boolean[], $23::bytea[])`
 	q.set = `SELECT committed, rev, cur, now FROM ` + s + `.set($1::text, $2::bigint, $3::bigint, $4::bigint,
 		$5::bytea, $6::bytea, $7::text, $8::bigint, $9::bigint, $10::bigint, $11::bytea, $12::text)`
 	q.lockRead = `SELECT key, value, writer, rev, crev, updated_at, expires_at, now FROM ` + s + `.lock_read(
+		$1::text, $2::bigint, $3::bigint, $4::boolean, $5::bigint[], $6::bytea[], $7::boolean)`
+	q.readCounters = `SELECT key, value, writer, rev, crev, updated_at, expires_at, now FROM ` + s + `.read_counters(
 		$1::text, $2::bigint, $3::bigint, $4::boolean, $5::bigint[], $6::bytea[])`
+	q.listCounted = `SELECT key, ` + recordCols + ` FROM ` + s + `.list_counted($1::text, $2::bigint, $3::bytea,
+		$4::boolean, $5::bytea, $6::bigint, $7::integer)`
 	q.lease = `SELECT ok, now, takeover, present, writer, rev, crev, updated_at, expires_at, value FROM ` + s + `.lease(
 		$1::text, $2::bigint, $3::bigint, $4::bigint, $5::integer, $6::bytea, $7::text, $8::bigint, $9::bytea, $10::bytea)`
 	q.reset = `SELECT records, events FROM ` + s + `.reset($1::text, $2::bigint, $3::bytea[], $4::bytea[])`

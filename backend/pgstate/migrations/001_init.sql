@@ -45,6 +45,29 @@ CREATE TABLE {{s}}.events (
 CREATE INDEX events_key ON {{s}}.events (ns, key, id); -- history of one key
 CREATE INDEX events_at ON {{s}}.events (at);           -- trimming by age
 
+-- Shards of the counters (keys that package state keeps with backend.OpAdd
+-- only, under layout.CountPrefix): a commit that only adds to a counter
+-- takes the counter's lock shared and adds to one of 32 rows of its own
+-- (the shard of its server process, see add_shared), so that concurrent
+-- adders neither wait for each other's lock nor for each other's row, and
+-- share the fsync of group commit like writers of different keys. The
+-- counter's record in records stays (its base: value, create revision,
+-- expiry) and shards exist only while it never expires; its value is the
+-- base's plus the shards' deltas, its revision, writer and time the
+-- latest write's (see merged). A write that reads or conditions on a
+-- counter, puts or deletes it, and every read of one, takes its lock
+-- exclusively: it waits for the adders in flight and sees an exact sum.
+CREATE TABLE {{s}}.counters (
+    ns         text COLLATE "C" NOT NULL,
+    key        bytea  NOT NULL,
+    shard      integer NOT NULL,
+    delta      bigint NOT NULL,
+    rev        bigint NOT NULL,
+    writer     text   NOT NULL,
+    updated_at bigint NOT NULL,
+    PRIMARY KEY (ns, key, shard)
+);
+
 -- One row per process listening for the schema's changes (Driver.Notify),
 -- so that writers send notifications only when someone listens: a
 -- notifying commit takes a lock that serialises every notifying commit of
@@ -70,6 +93,121 @@ $$;
 CREATE FUNCTION {{s}}.int_of(v bytea) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN encode(v, 'escape') ~ '^[+-]?[0-9]{1,18}$' THEN encode(v, 'escape')::bigint ELSE 0 END
+$$;
+
+-- add_shared adds p_delta to counter p_key (see the counters table) for
+-- a commit at revision p_rev and time p_now that holds the counter's lock
+-- shared: to the shard of the server process, after making sure the base
+-- exists and never expires (an absent or expired one is a new counter of
+-- 0, created at p_rev; a live one with an expiry keeps its value and loses
+-- the expiry, as an OpAdd without TTL writes none). In the common case the
+-- base is there without an expiry and only the shard's row is written.
+CREATE FUNCTION {{s}}.add_shared(p_ns text, p_key bytea, p_delta bigint, p_writer text, p_at bigint,
+    p_rev bigint, p_now bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_exp bigint;
+BEGIN
+    SELECT r.expires_at INTO v_exp FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = p_key;
+    IF NOT FOUND OR v_exp IS NOT NULL THEN
+        -- Adders of one counter meet here once: the first locks the row,
+        -- the others find it done when it commits.
+        UPDATE {{s}}.records r
+           SET value = CASE WHEN r.expires_at <= p_now THEN '\x30' ELSE r.value END,
+               crev = CASE WHEN r.expires_at <= p_now THEN p_rev ELSE r.crev END,
+               writer = p_writer, rev = p_rev, updated_at = p_at, expires_at = NULL
+         WHERE r.ns = p_ns AND r.key = p_key AND r.expires_at IS NOT NULL;
+        IF NOT FOUND THEN
+            INSERT INTO {{s}}.records (ns, key, value, writer, rev, crev, updated_at, expires_at)
+            VALUES (p_ns, p_key, '\x30', p_writer, p_rev, p_rev, p_at, NULL)
+            ON CONFLICT (ns, key) DO NOTHING;
+        END IF;
+    END IF;
+    INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
+    VALUES (p_ns, p_key, pg_backend_pid() % 32, p_delta, p_rev, p_writer, p_at)
+    ON CONFLICT (ns, key, shard) DO UPDATE SET
+        delta = c.delta + excluded.delta,
+        writer = CASE WHEN excluded.rev > c.rev THEN excluded.writer ELSE c.writer END,
+        updated_at = CASE WHEN excluded.rev > c.rev THEN excluded.updated_at ELSE c.updated_at END,
+        rev = greatest(c.rev, excluded.rev);
+END
+$$;
+
+-- merged reads the records p_keys of namespace p_ns, in order, absent ones
+-- as a row of NULLs after the key: a counter with shards as one record,
+-- the base's plus the shards' deltas, at the latest write's revision,
+-- writer and time. The caller holds the locks of the counters exclusively
+-- (or the namespace's), so that no adder is in flight and the sum is
+-- exact.
+CREATE FUNCTION {{s}}.merged(p_ns text, p_keys bytea[])
+RETURNS TABLE (key bytea, value bytea, writer text, rev bigint, crev bigint, updated_at bigint, expires_at bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT k.key,
+           CASE WHEN c.d IS NULL THEN r.value ELSE convert_to(({{s}}.int_of(r.value) + c.d)::text, 'UTF8') END,
+           CASE WHEN c.rev > r.rev THEN c.writer ELSE r.writer END,
+           greatest(r.rev, c.rev), r.crev,
+           CASE WHEN c.rev > r.rev THEN c.upd ELSE r.updated_at END, r.expires_at
+      FROM unnest(p_keys) WITH ORDINALITY AS k(key, i)
+      LEFT JOIN {{s}}.records r ON r.ns = p_ns AND r.key = k.key
+      LEFT JOIN LATERAL (
+          SELECT sum(x.delta)::bigint AS d, max(x.rev) AS rev,
+                 (array_agg(x.writer ORDER BY x.rev DESC))[1] AS writer,
+                 (array_agg(x.updated_at ORDER BY x.rev DESC))[1] AS upd
+            FROM {{s}}.counters x WHERE x.ns = p_ns AND x.key = k.key) c ON r.key IS NOT NULL
+     ORDER BY k.i
+$$;
+
+-- read_counters reads p_keys as GetMany does when some are counters: it
+-- first takes the counters' locks exclusively (p_locks, sorted; p_excl:
+-- the namespace's instead, when there are too many), so that it waits for
+-- the adders in flight, then reads every key with merged, in a statement
+-- of its own that sees what they committed. Each row also gives the time
+-- the read was evaluated at.
+CREATE FUNCTION {{s}}.read_counters(p_ns text, p_now bigint, p_nslock bigint, p_excl boolean,
+    p_locks bigint[], p_keys bytea[])
+RETURNS TABLE (key bytea, value bytea, writer text, rev bigint, crev bigint,
+    updated_at bigint, expires_at bigint, now bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_excl THEN
+        PERFORM pg_advisory_xact_lock(p_nslock);
+    ELSE
+        PERFORM pg_advisory_xact_lock(h) FROM unnest(p_locks) AS h;
+    END IF;
+    RETURN QUERY
+    SELECT m.key, m.value, m.writer, m.rev, m.crev, m.updated_at, m.expires_at,
+           coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+      FROM {{s}}.merged(p_ns, p_keys) m;
+END
+$$;
+
+-- list_counted lists the live records of namespace p_ns from p_lower
+-- (p_after: after it) up to p_end (NULL: no bound), at most p_limit, in
+-- key order, as List does when the range holds counters: under the
+-- namespace's lock taken exclusively, so that no adder is in flight, with
+-- each counter as merged reads it.
+CREATE FUNCTION {{s}}.list_counted(p_ns text, p_nslock bigint, p_lower bytea, p_after boolean, p_end bytea,
+    p_now bigint, p_limit integer)
+RETURNS TABLE (key bytea, value bytea, writer text, rev bigint, crev bigint, updated_at bigint, expires_at bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_now bigint := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    v_keys bytea[];
+BEGIN
+    PERFORM pg_advisory_xact_lock(p_nslock);
+    IF p_after THEN
+        v_keys := ARRAY(SELECT r.key FROM {{s}}.records r
+             WHERE r.ns = p_ns AND r.key > p_lower AND (p_end IS NULL OR r.key < p_end)
+               AND (r.expires_at IS NULL OR r.expires_at > v_now)
+             ORDER BY r.key LIMIT p_limit);
+    ELSE
+        v_keys := ARRAY(SELECT r.key FROM {{s}}.records r
+             WHERE r.ns = p_ns AND r.key >= p_lower AND (p_end IS NULL OR r.key < p_end)
+               AND (r.expires_at IS NULL OR r.expires_at > v_now)
+             ORDER BY r.key LIMIT p_limit);
+    END IF;
+    RETURN QUERY SELECT m.* FROM {{s}}.merged(p_ns, v_keys) m;
+END
 $$;
 
 -- create_ns registers namespace p_ns and creates its revision sequence,
@@ -272,7 +410,10 @@ $$;
 -- ops. Each statement of a PL/pgSQL function sees what committed before it
 -- started, so the checks see every write that held these locks before.
 -- Op kinds: 1 put, 2 delete, 3 add (backend.OpAdd: the record's live
--- decimal integer, 0 when absent or expired, plus the op's). A TTL or event
+-- decimal integer, 0 when absent or expired, plus the op's), 4 add to a
+-- counter whose lock the commit holds shared (see add_shared); p_shared
+-- says which of p_locks are taken shared, and p_fold lists the counters
+-- whose shards go into their bases before anything else. A TTL or event
 -- time of 0 means none. p_distinct says that no key appears in two ops, so
 -- that the ops can be applied with one statement per kind.
 CREATE FUNCTION {{s}}.commit(
@@ -281,7 +422,7 @@ CREATE FUNCTION {{s}}.commit(
     p_op_kinds smallint[], p_op_keys bytea[], p_op_values bytea[], p_op_writers text[],
     p_op_ttls bigint[], p_op_times bigint[], p_distinct boolean,
     p_ev_keys bytea[], p_ev_ops text[], p_ev_values bytea[], p_ev_prevs bytea[],
-    p_ev_prevofs bytea[], p_ev_writers text[], p_ev_times bigint[],
+    p_ev_prevofs bytea[], p_ev_writers text[], p_ev_times bigint[], p_shared boolean[], p_fold bytea[],
     OUT committed boolean, OUT rev bigint, OUT failed integer, OUT cur bigint, OUT now bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -292,13 +433,33 @@ BEGIN
         PERFORM pg_advisory_xact_lock(p_nslock);
     ELSE
         PERFORM pg_advisory_xact_lock_shared(p_nslock);
-        IF cardinality(p_locks) = 1 THEN
+        IF cardinality(p_locks) = 1 AND NOT p_shared[1] THEN
             PERFORM pg_advisory_xact_lock(p_locks[1]);
         ELSE
-            PERFORM pg_advisory_xact_lock(h) FROM unnest(p_locks) AS h;
+            PERFORM CASE WHEN l.sh THEN pg_advisory_xact_lock_shared(l.h) ELSE pg_advisory_xact_lock(l.h) END
+               FROM unnest(p_locks, p_shared) AS l(h, sh);
         END IF;
     END IF;
     now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    -- Counters this commit reads, conditions on, puts or deletes (their
+    -- locks held exclusively): their shards go into their bases first, so
+    -- that what follows sees each as one record.
+    IF cardinality(p_fold) > 0 THEN
+        WITH x AS (
+            DELETE FROM {{s}}.counters c WHERE c.ns = p_ns AND c.key = ANY (p_fold)
+            RETURNING c.key, c.delta, c.rev, c.writer, c.updated_at),
+        a AS (
+            SELECT x.key, sum(x.delta)::bigint AS d, max(x.rev) AS rev,
+                   (array_agg(x.writer ORDER BY x.rev DESC))[1] AS writer,
+                   (array_agg(x.updated_at ORDER BY x.rev DESC))[1] AS upd
+              FROM x GROUP BY x.key)
+        UPDATE {{s}}.records r SET
+            value = convert_to(({{s}}.int_of(r.value) + a.d)::text, 'UTF8'),
+            writer = CASE WHEN a.rev > r.rev THEN a.writer ELSE r.writer END,
+            updated_at = CASE WHEN a.rev > r.rev THEN a.upd ELSE r.updated_at END,
+            rev = greatest(r.rev, a.rev)
+          FROM a WHERE r.ns = p_ns AND r.key = a.key;
+    END IF;
     committed := false;
     rev := 0;
     IF cardinality(p_cond_keys) > 0 THEN
@@ -364,6 +525,12 @@ BEGIN
                 crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
                 updated_at = excluded.updated_at, expires_at = excluded.expires_at;
         END IF;
+        IF 4 = ANY (p_op_kinds) THEN
+            PERFORM {{s}}.add_shared(p_ns, o.key, {{s}}.int_of(o.value), o.writer, o.at, rev, now)
+               FROM unnest(p_op_kinds, p_op_keys, p_op_values, p_op_writers, p_op_times)
+                    AS o(kind, key, value, writer, at)
+              WHERE o.kind = 4;
+        END IF;
         RETURN;
     END IF;
     FOR i IN 1 .. cardinality(p_op_keys) LOOP
@@ -385,6 +552,9 @@ BEGIN
                 writer = excluded.writer, rev = excluded.rev,
                 crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
                 updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+        ELSIF p_op_kinds[i] = 4 THEN
+            PERFORM {{s}}.add_shared(p_ns, p_op_keys[i], {{s}}.int_of(p_op_values[i]), p_op_writers[i],
+                p_op_times[i], rev, now);
         ELSE
             DELETE FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = p_op_keys[i];
         END IF;
@@ -433,9 +603,11 @@ $$;
 -- lock_read starts a read-modify-write (Driver.Update): inside the
 -- caller's transaction it takes the locks a commit takes (see commit) on the
 -- keys it reads, then reads them, one row per key in order (absent keys with
--- a NULL rev), each row also giving the time the read was evaluated at.
+-- a NULL rev), each row also giving the time the read was evaluated at;
+-- with p_merge (some keys are counters) each counter as one record (see
+-- merged), exact since its lock is held exclusively.
 CREATE FUNCTION {{s}}.lock_read(p_ns text, p_now bigint, p_nslock bigint, p_excl boolean,
-    p_locks bigint[], p_keys bytea[])
+    p_locks bigint[], p_keys bytea[], p_merge boolean)
 RETURNS TABLE (key bytea, value bytea, writer text, rev bigint, crev bigint,
     updated_at bigint, expires_at bigint, now bigint)
 LANGUAGE plpgsql AS $$
@@ -449,6 +621,12 @@ BEGIN
         PERFORM pg_advisory_xact_lock(h) FROM unnest(p_locks) AS h;
     END IF;
     v_now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    IF p_merge THEN -- some keys are counters (see merged)
+        RETURN QUERY
+        SELECT m.key, m.value, m.writer, m.rev, m.crev, m.updated_at, m.expires_at, v_now
+          FROM {{s}}.merged(p_ns, p_keys) m;
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT k.key, r.value, r.writer, r.rev, r.crev, r.updated_at, r.expires_at, v_now
       FROM unnest(p_keys) WITH ORDINALITY AS k(key, i)
@@ -562,6 +740,7 @@ BEGIN
       INTO records
       FROM unnest(p_los, p_his) AS p(lo, hi);
     DELETE FROM {{s}}.records r WHERE r.ns = p_ns;
+    DELETE FROM {{s}}.counters c WHERE c.ns = p_ns;
     DELETE FROM {{s}}.events e WHERE e.ns = p_ns;
     GET DIAGNOSTICS events = ROW_COUNT;
     -- Announced as a write (see draw), so that a listener registering

@@ -34,19 +34,6 @@
 -- claim_ttl_ms), are read as text at the start of the value, the
 -- agent's JSON string kept as it is, and every byte after claim_ttl_ms is
 -- kept as it is (as the Redis driver's claim.lua does).
--- count_one adds one to the counter record p_key (absent or expired: 0),
--- as a commit's OpAdd does, at revision p_rev.
-CREATE FUNCTION {{s}}.count_one(p_ns text, p_key bytea, p_rev bigint, p_now bigint) RETURNS void
-LANGUAGE sql AS $$
-    INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
-    VALUES (p_ns, p_key, '\x31', '', p_rev, p_rev, p_now, NULL)
-    ON CONFLICT (ns, key) DO UPDATE SET
-        value = convert_to((CASE WHEN t.expires_at IS NOT NULL AND t.expires_at <= p_now THEN 0
-            ELSE {{s}}.int_of(t.value) END + 1)::text, 'UTF8'),
-        writer = excluded.writer, rev = excluded.rev,
-        crev = CASE WHEN t.expires_at IS NOT NULL AND t.expires_at <= p_now THEN excluded.crev ELSE t.crev END,
-        updated_at = excluded.updated_at, expires_at = NULL;
-$$;
 
 CREATE FUNCTION {{s}}.claim(p_ns text, p_now bigint, p_nslock bigint, p_lock bigint, p_count_lock bigint,
     p_key bytea, p_id bytea, p_agent text, p_agent_json text, p_ttl bigint, p_count_key bytea,
@@ -150,9 +137,14 @@ BEGIN
                 RETURN;
             END IF;
         END IF;
-        PERFORM pg_advisory_xact_lock(p_count_lock);
-        IF v_parent IS NOT NULL THEN
-            PERFORM pg_advisory_xact_lock(p_child_lock);
+        -- Shared, as a commit that only adds to a counter takes it (see
+        -- add_shared): fresh claims of one namespace do not wait for each
+        -- other. Both in the order of every writer's locks.
+        IF v_parent IS NULL THEN
+            PERFORM pg_advisory_xact_lock_shared(p_count_lock);
+        ELSE
+            PERFORM pg_advisory_xact_lock_shared(least(p_count_lock, p_child_lock)),
+                    pg_advisory_xact_lock_shared(greatest(p_count_lock, p_child_lock));
         END IF;
     END IF;
     -- The next revision, announced to readers of history (see draw).
@@ -178,9 +170,9 @@ BEGIN
         END IF;
         IF v_st = 'created' THEN
             v_st := 'claimed';
-            PERFORM {{s}}.count_one(p_ns, p_count_key, rev, now);
+            PERFORM {{s}}.add_shared(p_ns, p_count_key, 1, '', now, rev, now);
             IF v_parent IS NOT NULL THEN
-                PERFORM {{s}}.count_one(p_ns, p_child_key, rev, now);
+                PERFORM {{s}}.add_shared(p_ns, p_child_key, 1, '', now, rev, now);
             END IF;
         END IF;
         v_ag := ',"agent_id":' || p_agent_json;
