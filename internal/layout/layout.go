@@ -52,6 +52,10 @@
 // conflict on them) and give every status count without a scan: one per
 // bucket and one of claimed runs, so that a claim or a release changes one
 // counter; created runs are the unstarted ones less the claimed ones.
+// Drivers may store a counter (a key under CountPrefix) in pieces as long
+// as every read returns it as one record: the PostgreSQL driver adds to one
+// of several shard rows under the counter's lock taken shared, so that
+// concurrent adders do not commit one at a time, and reads add them up.
 //
 // A run's JSON is written by Go's encoding/json from RunValue, in field
 // order: first what claims change (status to claim_ttl_ms), then what they

@@ -12,6 +12,10 @@
 -- the counter, as Update does (lock the run, read it, lock the counters to
 -- commit), so that heartbeats and takeovers do not wait for claims of
 -- other runs and a claim never deadlocks with a checkpoint of its run.
+-- The counter's lock is taken shared and the claim adds to a shard of the
+-- counter (add_shared in 001_init.sql), as a commit that only adds to a
+-- counter does, so that fresh claims of one namespace do not commit one
+-- at a time.
 --
 -- outcome is 1 not found, 2 not claimable (done, failed, or any status
 -- other than created, claimed, running and waiting), 3 held by another
@@ -22,7 +26,7 @@
 -- A fresh claim of a child run (parent_run_id right after claim_ttl_ms)
 -- also counts one more claimed child of its parent (p_child_key,
 -- layout.ChildCount(parent, "claimed")), under that counter's lock
--- (p_child_lock). The caller cannot know the parent before the run is
+-- (p_child_lock, shared too). The caller cannot know the parent before the run is
 -- read, and the lock's number is computed by the caller: so a first call
 -- without them answers outcome 7 with the parent's id (in writer) and
 -- writes nothing, and the caller calls again with the parent's counter and
