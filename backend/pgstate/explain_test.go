@@ -83,6 +83,11 @@ func TestPlansAreIndexRangeScans(t *testing.T) {
 			[]string{`Index Scan using records_pkey`, `Index Cond: \(\(ns = .*\) AND \(key = .*\)\)`}},
 		{"get many", d.q.getMany, []any{ns, [][]byte{[]byte("k/00000001"), []byte("k/00090000")}, now},
 			[]string{`Nested Loop Left Join`, `Index Scan using records_pkey`}},
+		// A read of counters (GetMany of a run's child counters, say), as
+		// read_counters runs it once it holds their locks.
+		{"get counters", `SELECT * FROM ` + d.q.s + `.merged($1::text, $2::bytea[])`,
+			[]any{ns, [][]byte{[]byte("k/00000001"), []byte("n/s/claimed")}},
+			[]string{`Index Scan using records_pkey`, `Index (Only )?Scan using counters_pkey`, `Index Cond: \(\(ns = .*\) AND \(key = .*\)\)`}},
 		{"list first page", d.q.list[0][1][0], []any{ns, []byte("k/0005"), now, 100, end},
 			[]string{`Limit`, `Index Scan using records_pkey`, both}},
 		{"list through a cursor", d.q.list[1][1][1], []any{ns, []byte("k/00050500"), now, 100, end},
