@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/statesidecar/state/backend"
 	"github.com/statesidecar/state/backend/backendtest"
 	"github.com/statesidecar/state/internal/pgtest"
@@ -204,5 +205,49 @@ func TestExactWritesFoldShards(t *testing.T) {
 	}
 	if r, shards = get(); r.Revision != 0 || shards != 0 {
 		t.Fatalf("after a reset: %+v with %d shards", r, shards)
+	}
+}
+
+// TestAddersInFlightWriteShardsOfTheirOwn holds the shard that an adder's
+// server process would pick first: the adder takes the next one rather
+// than waiting for the holder's row.
+func TestAddersInFlightWriteShardsOfTheirOwn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
+	defer cancel()
+	d := newTestDriver(t, ctx, "pool_max_conns=1")
+	const ns, key = "ns", "n/s/claimed"
+	var pid int32
+	if err := d.pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	other, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(context.Background())
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || ' shard ' || $2 || ' ' || encode($3, 'hex'), 0) # $4)`,
+		d.schema, ns, []byte(key), int64(pid%32)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := d.Commit(ctx, &backend.Txn{NS: ns, Then: []backend.Op{{Kind: backend.OpAdd, Key: key, Value: []byte("1")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := d.pool.Query(ctx, `SELECT shard FROM `+d.q.s+`.counters WHERE ns = $1 ORDER BY shard`, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (pid + 1) % 32; len(shards) != 1 || shards[0] != want {
+		t.Errorf("the adder wrote shards %v, want [%d] (its process's, %d, being held)", shards, want, pid%32)
 	}
 }

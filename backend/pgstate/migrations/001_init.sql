@@ -47,8 +47,8 @@ CREATE INDEX events_at ON {{s}}.events (at);           -- trimming by age
 
 -- Shards of the counters (keys that package state keeps with backend.OpAdd
 -- only, under layout.CountPrefix): a commit that only adds to a counter
--- takes the counter's lock shared and adds to one of 32 rows of its own
--- (the shard of its server process, see add_shared), so that concurrent
+-- takes the counter's lock shared and adds to one of 32 rows, one that no
+-- other adder in flight writes (see add_shared), so that concurrent
 -- adders neither wait for each other's lock nor for each other's row, and
 -- share the fsync of group commit like writers of different keys. The
 -- counter's record in records stays (its base: value, create revision,
@@ -97,17 +97,36 @@ $$;
 
 -- add_shared adds p_delta to counter p_key (see the counters table) for
 -- a commit at revision p_rev and time p_now that holds the counter's lock
--- shared: to the shard of the server process, after making sure the base
--- exists and never expires (an absent or expired one is a new counter of
--- 0, created at p_rev; a live one with an expiry keeps its value and loses
--- the expiry, as an OpAdd without TTL writes none). In the common case the
--- base is there without an expiry and only the shard's row is written.
+-- shared: to a shard no other adder in flight writes, after making sure
+-- the base exists and never expires (an absent or expired one is a new
+-- counter of 0, created at p_rev; a live one with an expiry keeps its
+-- value and loses the expiry, as an OpAdd without TTL writes none). In the
+-- common case the base is there without an expiry and only the shard's
+-- row is written.
+--
+-- The shard: the first, from the server process's id modulo 32 on, whose
+-- advisory lock (a hash of the schema, namespace and counter, xor the
+-- shard's number) the commit gets without waiting, held until it ends; so
+-- concurrent adders write rows of their own, however the process ids
+-- fall. With more than 32 adders of one counter in flight the last ones
+-- share rows, and wait for each other's row locks. A writer adds to its
+-- counters in key order, so that two writers sharing rows of two counters
+-- cannot wait for each other in a cycle.
 CREATE FUNCTION {{s}}.add_shared(p_ns text, p_key bytea, p_delta bigint, p_writer text, p_at bigint,
     p_rev bigint, p_now bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     v_exp bigint;
+    v_lock bigint := hashtextextended({{s_lit}} || ' shard ' || p_ns || ' ' || encode(p_key, 'hex'), 0);
+    v_pid integer := pg_backend_pid() % 32;
+    v_shard integer := v_pid;
 BEGIN
+    FOR i IN 0 .. 31 LOOP
+        IF pg_try_advisory_xact_lock(v_lock # ((v_pid + i) % 32)) THEN
+            v_shard := (v_pid + i) % 32;
+            EXIT;
+        END IF;
+    END LOOP;
     SELECT r.expires_at INTO v_exp FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = p_key;
     IF NOT FOUND OR v_exp IS NOT NULL THEN
         -- Adders of one counter meet here once: the first locks the row,
@@ -124,7 +143,7 @@ BEGIN
         END IF;
     END IF;
     INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
-    VALUES (p_ns, p_key, pg_backend_pid() % 32, p_delta, p_rev, p_writer, p_at)
+    VALUES (p_ns, p_key, v_shard, p_delta, p_rev, p_writer, p_at)
     ON CONFLICT (ns, key, shard) DO UPDATE SET
         delta = c.delta + excluded.delta,
         writer = CASE WHEN excluded.rev > c.rev THEN excluded.writer ELSE c.writer END,
@@ -427,6 +446,7 @@ CREATE FUNCTION {{s}}.commit(
 LANGUAGE plpgsql AS $$
 DECLARE
     v_seq regclass;
+    v_add record;
     i integer;
 BEGIN
     IF p_excl THEN
@@ -525,40 +545,44 @@ BEGIN
                 crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
                 updated_at = excluded.updated_at, expires_at = excluded.expires_at;
         END IF;
-        IF 4 = ANY (p_op_kinds) THEN
-            PERFORM {{s}}.add_shared(p_ns, o.key, {{s}}.int_of(o.value), o.writer, o.at, rev, now)
-               FROM unnest(p_op_kinds, p_op_keys, p_op_values, p_op_writers, p_op_times)
-                    AS o(kind, key, value, writer, at)
-              WHERE o.kind = 4;
-        END IF;
-        RETURN;
+    ELSE
+        FOR i IN 1 .. cardinality(p_op_keys) LOOP
+            IF p_op_kinds[i] = 1 THEN
+                INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
+                VALUES (p_ns, p_op_keys[i], p_op_values[i], p_op_writers[i], rev, rev, p_op_times[i],
+                        CASE WHEN p_op_ttls[i] > 0 THEN now + p_op_ttls[i] END)
+                ON CONFLICT (ns, key) DO UPDATE SET
+                    value = excluded.value, writer = excluded.writer, rev = excluded.rev,
+                    crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
+                    updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+            ELSIF p_op_kinds[i] = 3 THEN
+                INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
+                VALUES (p_ns, p_op_keys[i], convert_to({{s}}.int_of(p_op_values[i])::text, 'UTF8'), p_op_writers[i],
+                        rev, rev, p_op_times[i], CASE WHEN p_op_ttls[i] > 0 THEN now + p_op_ttls[i] END)
+                ON CONFLICT (ns, key) DO UPDATE SET
+                    value = convert_to((CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN 0
+                        ELSE {{s}}.int_of(r.value) END + {{s}}.int_of(excluded.value))::text, 'UTF8'),
+                    writer = excluded.writer, rev = excluded.rev,
+                    crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
+                    updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+            ELSIF p_op_kinds[i] = 2 THEN
+                DELETE FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = p_op_keys[i];
+            END IF;
+        END LOOP;
     END IF;
-    FOR i IN 1 .. cardinality(p_op_keys) LOOP
-        IF p_op_kinds[i] = 1 THEN
-            INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
-            VALUES (p_ns, p_op_keys[i], p_op_values[i], p_op_writers[i], rev, rev, p_op_times[i],
-                    CASE WHEN p_op_ttls[i] > 0 THEN now + p_op_ttls[i] END)
-            ON CONFLICT (ns, key) DO UPDATE SET
-                value = excluded.value, writer = excluded.writer, rev = excluded.rev,
-                crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
-                updated_at = excluded.updated_at, expires_at = excluded.expires_at;
-        ELSIF p_op_kinds[i] = 3 THEN
-            INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
-            VALUES (p_ns, p_op_keys[i], convert_to({{s}}.int_of(p_op_values[i])::text, 'UTF8'), p_op_writers[i],
-                    rev, rev, p_op_times[i], CASE WHEN p_op_ttls[i] > 0 THEN now + p_op_ttls[i] END)
-            ON CONFLICT (ns, key) DO UPDATE SET
-                value = convert_to((CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN 0
-                    ELSE {{s}}.int_of(r.value) END + {{s}}.int_of(excluded.value))::text, 'UTF8'),
-                writer = excluded.writer, rev = excluded.rev,
-                crev = CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= now THEN excluded.crev ELSE r.crev END,
-                updated_at = excluded.updated_at, expires_at = excluded.expires_at;
-        ELSIF p_op_kinds[i] = 4 THEN
-            PERFORM {{s}}.add_shared(p_ns, p_op_keys[i], {{s}}.int_of(p_op_values[i]), p_op_writers[i],
-                p_op_times[i], rev, now);
-        ELSE
-            DELETE FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = p_op_keys[i];
-        END IF;
-    END LOOP;
+    -- Adds to shards last (no other op touches their counters), in key
+    -- order (see add_shared).
+    IF 4 = ANY (p_op_kinds) THEN
+        FOR v_add IN
+            SELECT o.key, {{s}}.int_of(o.value) AS delta, o.writer, o.at
+              FROM unnest(p_op_kinds, p_op_keys, p_op_values, p_op_writers, p_op_times)
+                   WITH ORDINALITY AS o(kind, key, value, writer, at, i)
+             WHERE o.kind = 4
+             ORDER BY o.key, o.i
+        LOOP
+            PERFORM {{s}}.add_shared(p_ns, v_add.key, v_add.delta, v_add.writer, v_add.at, rev, now);
+        END LOOP;
+    END IF;
 END
 $$;
 

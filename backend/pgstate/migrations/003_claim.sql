@@ -174,8 +174,12 @@ BEGIN
         END IF;
         IF v_st = 'created' THEN
             v_st := 'claimed';
+            -- In key order (see add_shared).
+            IF v_parent IS NOT NULL AND p_child_key < p_count_key THEN
+                PERFORM {{s}}.add_shared(p_ns, p_child_key, 1, '', now, rev, now);
+            END IF;
             PERFORM {{s}}.add_shared(p_ns, p_count_key, 1, '', now, rev, now);
-            IF v_parent IS NOT NULL THEN
+            IF v_parent IS NOT NULL AND p_child_key >= p_count_key THEN
                 PERFORM {{s}}.add_shared(p_ns, p_child_key, 1, '', now, rev, now);
             END IF;
         END IF;
