@@ -47,10 +47,10 @@
 // backend.OpAdd) would otherwise make every writer of a namespace that
 // bumps one wait for the previous one's commit to be flushed. A commit that
 // only adds to a counter takes its lock shared and adds to one of 32 shard
-// rows (by server process); a read of a counter, or a write that
-// conditions on it, puts or deletes it, takes its lock exclusively, waits
-// for the adds in flight and sees the base and the shards as one record
-// (see the counters table in migrations/001_init.sql).
+// rows, one that no other adder in flight writes; a read of a counter, or
+// a write that conditions on it, puts or deletes it, takes its lock
+// exclusively, waits for the adds in flight and sees the base and the
+// shards as one record (see the counters table in migrations/001_init.sql).
 //
 // Expiry is data compared against the clock: expired records are invisible
 // at once and physically removed by Sweep, which the store's background
