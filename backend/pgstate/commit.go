@@ -223,7 +223,9 @@ func (d *Driver) commitArgs(txn *backend.Txn, now any, excl bool) ([]any, error)
 			exact[c.Key] = true
 		}
 		for _, e := range txn.Events {
-			exact[e.PrevOf] = true
+			if e.PrevOf != "" {
+				exact[e.PrevOf] = true
+			}
 		}
 		for _, op := range txn.Then {
 			if op.Kind != backend.OpAdd || op.TTL != 0 {
