@@ -55,7 +55,8 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // item is a record's place in the key order: its key inline, so that a
 // search touches the keys it compares and not the records. The key is a
 // copy of its own, which outlives the record's strings as they are
-// rewritten.
+// rewritten (or the record's first string when that holds the key alone,
+// as an index entry's does).
 type item struct {
 	key string
 	r   *rec
@@ -110,8 +111,11 @@ func (s *space) put(op *backend.Op, rev int64, now time.Time) {
 	if old == nil {
 		r := &rec{rev: rev, crev: rev, upd: op.Time.UnixMilli(), exp: exp}
 		r.setKWV(op.Key, op.Writer, value)
-		s.byKey[r.key()] = r
-		key := strings.Clone(op.Key)
+		key := r.key()
+		s.byKey[key] = r
+		if len(r.kwv) > len(key) { // else the string is the key alone, and outliving the record costs no more than a copy
+			key = strings.Clone(key)
+		}
 		s.order.ReplaceOrInsert(item{key, r})
 		if exp != 0 {
 			s.expiry.ReplaceOrInsert(due{exp, key})
