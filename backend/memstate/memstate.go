@@ -198,7 +198,7 @@ func (d *Driver) apply(ns string, txn *backend.Txn, now time.Time) backend.Resul
 	for _, e := range txn.Events {
 		if e.PrevOf != "" {
 			if r := s.byKey[e.PrevOf]; r != nil && r.live(nowMs) {
-				e.Prev = []byte(r.value)
+				e.Prev = []byte(r.value())
 			}
 			e.PrevOf = ""
 		}

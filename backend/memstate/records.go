@@ -9,25 +9,43 @@ import (
 	"github.com/statesidecar/state/backend"
 )
 
-// rec is one stored record, kept compact: times in Unix milliseconds (the
-// precision of the contract) and the value as an immutable string.
+// rec is one stored record, kept compact: its key, writer and value in one
+// immutable string (one allocation, so that finding a key and reading its
+// value touch the same memory; the map of records is keyed by the key in
+// it) and times in Unix milliseconds (the precision of the contract).
 type rec struct {
-	key, value, writer string
-	rev, crev          int64
-	upd, exp           int64 // exp 0: never expires
+	kwv        string // key, writer, value
+	klen, wlen uint32
+	rev, crev  int64
+	upd, exp   int64 // exp 0: never expires
+}
+
+func (r *rec) key() string    { return r.kwv[:r.klen] }
+func (r *rec) writer() string { return r.kwv[r.klen : r.klen+r.wlen] }
+func (r *rec) value() string  { return r.kwv[r.klen+r.wlen:] }
+
+// setKWV sets the record's key, writer and value, in one new string.
+func (r *rec) setKWV(key, writer string, value []byte) {
+	var b strings.Builder
+	b.Grow(len(key) + len(writer) + len(value))
+	b.WriteString(key)
+	b.WriteString(writer)
+	b.Write(value)
+	r.kwv, r.klen, r.wlen = b.String(), uint32(len(key)), uint32(len(writer))
 }
 
 func (r *rec) live(nowMs int64) bool { return r.exp == 0 || r.exp > nowMs }
 
-// record copies r out, so that callers never share memory with the store.
+// record copies r out, so that callers never share mutable memory with the
+// store (its strings are immutable).
 func (r *rec) record(keysOnly bool) backend.Record {
-	out := backend.Record{Key: r.key, Writer: r.writer, Revision: r.rev, CreateRevision: r.crev,
+	out := backend.Record{Key: r.key(), Writer: r.writer(), Revision: r.rev, CreateRevision: r.crev,
 		UpdatedAt: msTime(r.upd)}
 	if r.exp != 0 {
 		out.ExpiresAt = msTime(r.exp)
 	}
-	if r.value != "" && !keysOnly {
-		out.Value = []byte(r.value)
+	if v := r.value(); v != "" && !keysOnly {
+		out.Value = []byte(v)
 	}
 	return out
 }
@@ -35,7 +53,10 @@ func (r *rec) record(keysOnly bool) backend.Record {
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 // item is a record's place in the key order: its key inline, so that a
-// search touches the keys it compares and not the records.
+// search touches the keys it compares and not the records. The key is a
+// copy of its own, which outlives the record's strings as they are
+// rewritten (or the record's first string when that holds the key alone,
+// as an index entry's does).
 type item struct {
 	key string
 	r   *rec
@@ -49,7 +70,8 @@ type due struct {
 
 // space is one namespace: its records by key (point reads and writes cost
 // the same at any size), in key order (listing), by expiry (sweeping), and
-// its history.
+// its history. byKey's keys are the keys inside the records' strings, and
+// order's and expiry's the copy in item.
 type space struct {
 	byKey  map[string]*rec
 	order  *btree.BTreeG[item]
@@ -73,41 +95,49 @@ func (s *space) put(op *backend.Op, rev int64, now time.Time) {
 	nowMs := now.UnixMilli()
 	old := s.byKey[op.Key]
 	isLive := old != nil && old.live(nowMs)
-	value := string(op.Value)
+	value := op.Value
 	if op.Kind == backend.OpAdd {
 		var cur int64
 		if isLive {
-			cur, _ = strconv.ParseInt(old.value, 10, 64)
+			cur, _ = strconv.ParseInt(old.value(), 10, 64)
 		}
-		d, _ := strconv.ParseInt(value, 10, 64)
-		value = strconv.FormatInt(cur+d, 10)
+		d, _ := strconv.ParseInt(string(value), 10, 64)
+		value = strconv.AppendInt(nil, cur+d, 10)
 	}
 	var exp int64
 	if op.TTL > 0 {
 		exp = now.Add(op.TTL).UnixMilli()
 	}
 	if old == nil {
-		r := &rec{key: strings.Clone(op.Key), value: value, writer: op.Writer, rev: rev, crev: rev,
-			upd: op.Time.UnixMilli(), exp: exp}
-		s.byKey[r.key] = r
-		s.order.ReplaceOrInsert(item{r.key, r})
+		r := &rec{rev: rev, crev: rev, upd: op.Time.UnixMilli(), exp: exp}
+		r.setKWV(op.Key, op.Writer, value)
+		key := r.key()
+		s.byKey[key] = r
+		if len(r.kwv) > len(key) { // else the string is the key alone, and outliving the record costs no more than a copy
+			key = strings.Clone(key)
+		}
+		s.order.ReplaceOrInsert(item{key, r})
 		if exp != 0 {
-			s.expiry.ReplaceOrInsert(due{exp, r.key})
+			s.expiry.ReplaceOrInsert(due{exp, key})
 		}
 		return
 	}
 	if old.exp != exp {
 		if old.exp != 0 {
-			s.expiry.Delete(due{old.exp, old.key})
+			s.expiry.Delete(due{old.exp, op.Key})
 		}
 		if exp != 0 {
-			s.expiry.ReplaceOrInsert(due{exp, old.key})
+			s.expiry.ReplaceOrInsert(due{exp, strings.Clone(op.Key)})
 		}
 	}
 	if !isLive {
 		old.crev = rev
 	}
-	old.value, old.writer, old.rev, old.upd, old.exp = value, op.Writer, rev, op.Time.UnixMilli(), exp
+	if old.writer() != op.Writer || old.value() != string(value) {
+		old.setKWV(op.Key, op.Writer, value)
+		s.byKey[old.key()] = old // an assignment stores the new key string too, so the old one can go
+	}
+	old.rev, old.upd, old.exp = rev, op.Time.UnixMilli(), exp
 }
 
 // del removes the record at key, if any.

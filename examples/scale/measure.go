@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"time"
@@ -26,12 +28,28 @@ type operation struct {
 	call    func(ctx context.Context, i int, prep any) error
 }
 
-// operations returns the measured operations over the filled store.
+// operations returns the measured operations over the filled store. Every
+// input a call needs (a key, a value, a group, a resource name) is made by
+// its prepare, untimed, so that the timings hold the store's work and not
+// the formatting of its arguments; random inputs are drawn uniformly over
+// the whole store at every size.
 func (f *filler) operations(size, ops int) []operation {
 	st := f.st
 	rng := rand.New(rand.NewPCG(uint64(size), 42))
-	anyKey := func() string { return keyName(rng.IntN(f.keys)) }
-	anyGroup := func() string { return groupPrefix(rng.IntN(f.keys / 100)) }
+	keys := func(_ context.Context, n int) (any, error) {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = keyName(rng.IntN(f.keys))
+		}
+		return out, nil
+	}
+	groups := func(_ context.Context, n int) (any, error) {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = groupPrefix(rng.IntN(f.keys / 100))
+		}
+		return out, nil
+	}
 	page := func(ctx context.Context, p state.RunPage, err error) error {
 		if err == nil && len(p.Runs) == 0 {
 			return fmt.Errorf("discovery found no run")
@@ -39,12 +57,20 @@ func (f *filler) operations(size, ops int) []operation {
 		return err
 	}
 	return []operation{
-		{name: "Get", call: func(ctx context.Context, _ int, _ any) error {
-			_, err := st.Get(ctx, anyKey())
+		{name: "Get", prepare: keys, call: func(ctx context.Context, i int, prep any) error {
+			_, err := st.Get(ctx, prep.([]string)[i])
 			return err
 		}},
-		{name: "Set", call: func(ctx context.Context, i int, _ any) error {
-			_, err := st.Set(ctx, anyKey(), valueOf(i))
+		{name: "Set", prepare: func(ctx context.Context, n int) (any, error) {
+			k, _ := keys(ctx, n)
+			out := make([]state.Item, n)
+			for i, key := range k.([]string) {
+				out[i] = state.Item{Key: key, Value: valueOf(i)}
+			}
+			return out, nil
+		}, call: func(ctx context.Context, i int, prep any) error {
+			it := prep.([]state.Item)[i]
+			_, err := st.Set(ctx, it.Key, it.Value)
 			return err
 		}},
 		{name: "ClaimRun (fresh)", prepare: func(ctx context.Context, n int) (any, error) {
@@ -59,14 +85,25 @@ func (f *filler) operations(size, ops int) []operation {
 			_, err := st.ClaimRun(ctx, ids.([]string)[i], "bench")
 			return err
 		}},
-		{name: "TryAcquire (new)", call: func(ctx context.Context, i int, _ any) error {
-			_, err := st.TryAcquire(ctx, fmt.Sprintf("bench/%d/%d", size, i), "bench", time.Hour)
+		{name: "TryAcquire (new)", prepare: func(_ context.Context, n int) (any, error) {
+			out := make([]string, n)
+			for i := range out {
+				out[i] = fmt.Sprintf("bench/%d/%d", size, i)
+			}
+			return out, nil
+		}, call: func(ctx context.Context, i int, prep any) error {
+			_, err := st.TryAcquire(ctx, prep.([]string)[i], "bench", time.Hour)
 			return err
 		}},
-		{name: "Discover tags+claimable", call: func(ctx context.Context, _ int, _ any) error {
-			pipeline := pipelineTag(rng.IntN(min(pipelines, f.runs/10))) // one that has runs
-			p, err := st.DiscoverRuns(ctx, state.RunQuery{Tags: map[string]string{"pipeline": pipeline},
-				Claimable: true, Limit: 10})
+		{name: "Discover tags+claimable", prepare: func(_ context.Context, n int) (any, error) {
+			out := make([]state.RunQuery, n)
+			for i := range out {
+				pipeline := pipelineTag(rng.IntN(min(pipelines, f.runs/10))) // one that has runs
+				out[i] = state.RunQuery{Tags: map[string]string{"pipeline": pipeline}, Claimable: true, Limit: 10}
+			}
+			return out, nil
+		}, call: func(ctx context.Context, i int, prep any) error {
+			p, err := st.DiscoverRuns(ctx, prep.([]state.RunQuery)[i])
 			return page(ctx, p, err)
 		}},
 		{name: "Discover status=running", call: func(ctx context.Context, _ int, _ any) error {
@@ -77,17 +114,17 @@ func (f *filler) operations(size, ops int) []operation {
 			p, err := st.DiscoverRuns(ctx, state.RunQuery{Status: state.StatusDone, Limit: 10})
 			return page(ctx, p, err)
 		}},
-		{name: "List first page", call: func(ctx context.Context, _ int, _ any) error {
-			p, err := st.List(ctx, anyGroup(), state.WithLimit(20))
+		{name: "List first page", prepare: groups, call: func(ctx context.Context, i int, prep any) error {
+			p, err := st.List(ctx, prep.([]string)[i], state.WithLimit(20))
 			if err == nil && len(p.Keys) != 20 {
 				err = fmt.Errorf("listed %d keys, want 20", len(p.Keys))
 			}
 			return err
 		}},
 		{name: "List later page", prepare: func(ctx context.Context, n int) (any, error) {
+			g, _ := groups(ctx, n)
 			out := make([]listAt, n)
-			for i := range out {
-				prefix := anyGroup()
+			for i, prefix := range g.([]string) {
 				p, err := st.List(ctx, prefix, state.WithLimit(60))
 				if err != nil {
 					return nil, err
@@ -103,8 +140,8 @@ func (f *filler) operations(size, ops int) []operation {
 			}
 			return err
 		}},
-		{name: "History key", call: func(ctx context.Context, _ int, _ any) error {
-			_, err := st.History(ctx, state.HistoryQuery{Key: anyKey(), Limit: 10})
+		{name: "History key", prepare: keys, call: func(ctx context.Context, i int, prep any) error {
+			_, err := st.History(ctx, state.HistoryQuery{Key: prep.([]string)[i], Limit: 10})
 			return err
 		}},
 		{name: "History all", call: func(ctx context.Context, _ int, _ any) error {
@@ -140,10 +177,51 @@ type listAt struct{ prefix, cursor string }
 // machine spreads over all of them instead of spoiling one.
 const rounds = 4
 
+// pauseCollector readies the heap for timing and turns the collector off
+// until the returned function is called, so that no size is timed during
+// collections or page faults that another size escapes. With the collector
+// on, a store of ten thousand records made it run some thirty times during
+// its timed calls and one of a million none (the cost of collecting per
+// byte allocated is the same at every size, but a short run at a large size
+// never meets it); with it off, the calls' allocations take fresh memory,
+// and the first touch of each page faults, which a small heap did some
+// 80,000 times and a large one, with room freed by collections while it
+// grew, a few thousand. So it touches reserve bytes of heap first, frees
+// them and collects: the timed calls then allocate memory the process
+// already holds at every size. A soft memory limit of the live heap plus
+// twice the reserve still lets the collector run should the calls allocate
+// more than that.
+func pauseCollector(reserve int) (resume func()) {
+	reserve = max(reserve, 64<<20)
+	pct := debug.SetGCPercent(-1)
+	limit := debug.SetMemoryLimit(-1)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	debug.SetMemoryLimit(min(limit, int64(ms.HeapAlloc)+2*int64(reserve)))
+	held := make([][]byte, 0, reserve>>20)
+	for range reserve >> 20 {
+		b := make([]byte, 1<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		held = append(held, b)
+	}
+	runtime.KeepAlive(held)
+	held = nil
+	runtime.GC()
+	return func() {
+		debug.SetGCPercent(pct)
+		debug.SetMemoryLimit(limit)
+	}
+}
+
 // measure times ops calls of every operation, one at a time, after a few
-// untimed ones to warm up, in rounds.
+// untimed ones to warm up, in rounds, with the collector paused.
 func measure(ctx context.Context, f *filler, size, ops int) ([]result, error) {
 	list := f.operations(size, ops)
+	// Before preparing, so that what warming up touched is still warm. The
+	// memory store's calls allocate some 14 KB each on average.
+	defer pauseCollector(len(list) * (ops + ops/10) * 32 << 10)()
 	warm := ops / 10
 	preps := make([]any, len(list))
 	took := make([][]time.Duration, len(list))
