@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/statesidecar/state/backend"
 	"github.com/statesidecar/state/internal/layout"
@@ -24,27 +25,52 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 	if err != nil {
 		return backend.ClaimResult{}, fmt.Errorf("redisstate: claim: %w", err)
 	}
-	v, err := claimScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), q.RunID, q.AgentID,
-		ttlMs(q.TTL), layout.Run(q.RunID), agent, layout.StatusCount(layout.Claimed), layout.ChildCounts, layout.Claimed).Result()
+	v, err := claimScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), q.RunID, q.AgentID, ttlMs(q.TTL), agent).Result()
 	if err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
-	s, err := asSlice(v)
-	if err != nil || (len(s) != 3 && len(s) != 4) {
-		return backend.ClaimResult{}, d.fail(ctx, "claim", fmt.Errorf("unexpected reply (%d elements): %v", len(s), err))
+	res, err := claimResult(layout.Run(q.RunID), v, q.Now)
+	if err != nil {
+		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
-	outcome, _ := asInt(s[0])
-	nowMs, _ := asInt(s[1])
-	re, _ := asInt(s[2])
-	res := backend.ClaimResult{Outcome: backend.ClaimOutcome(outcome), Reclaimed: re == 1, Now: msTime(q.Now, nowMs)}
-	if res.Outcome < backend.ClaimNotFound || res.Outcome > backend.ClaimWaiting {
-		return backend.ClaimResult{}, d.fail(ctx, "claim", fmt.Errorf("unknown outcome %d", outcome))
+	return res, nil
+}
+
+// claimResult decodes the reply of lua/claim.lua for the run at record key
+// rk: the outcome and reclaimed as two digits, then for a run acquired or
+// renewed its new record, whose updated time is the script's now, and for
+// the other outcomes now (8 bytes, little-endian) and the run's record, if
+// any.
+func claimResult(rk string, v any, given time.Time) (backend.ClaimResult, error) {
+	s, ok := v.(string)
+	if !ok || len(s) < 2 || s[0] < '0'+byte(backend.ClaimNotFound) || s[0] > '0'+byte(backend.ClaimWaiting) ||
+		(s[1] != '0' && s[1] != '1') {
+		return backend.ClaimResult{}, fmt.Errorf("unexpected reply %T %.2q", v, s)
 	}
-	if len(s) == 3 {
+	res := backend.ClaimResult{Outcome: backend.ClaimOutcome(s[0] - '0'), Reclaimed: s[1] == '1'}
+	rec := s[2:]
+	var nowMs int64
+	if res.Outcome == backend.ClaimAcquired || res.Outcome == backend.ClaimRenewed {
+		if len(rec) < recHeader {
+			return backend.ClaimResult{}, fmt.Errorf("reply of %d bytes", len(s))
+		}
+		nowMs = le64(rec[16:])
+	} else {
+		if len(rec) < 8 {
+			return backend.ClaimResult{}, fmt.Errorf("reply of %d bytes", len(s))
+		}
+		nowMs, rec = le64(rec), rec[8:]
+	}
+	res.Now = msTime(given, nowMs)
+	if rec == "" {
+		if res.Outcome != backend.ClaimNotFound {
+			return backend.ClaimResult{}, fmt.Errorf("outcome %d without the run", res.Outcome)
+		}
 		return res, nil
 	}
-	if res.Run, err = toRecord(layout.Run(q.RunID), s[3], nowMs); err != nil {
-		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
+	var err error
+	if res.Run, err = toRecord(rk, rec, nowMs); err != nil {
+		return backend.ClaimResult{}, err
 	}
 	return res, nil
 }

@@ -82,6 +82,10 @@ func dump(t *testing.T, d, via backend.Driver, ns string) []string {
 	must(err)
 	_, err = st.ClaimRun(ctx, run.ID, agentA) // claim after a release
 	must(err)
+	kid, err := st.CreateRun(ctx, "kid", nil, state.WithParent(run.ID))
+	must(err)
+	_, err = st.ClaimRun(ctx, kid.ID, agentB) // a child: its parent's counter of claimed children too
+	must(err)
 	other, err := st.CreateRun(ctx, "other", nil)
 	must(err)
 	_, err = st.ClaimRun(ctx, other.ID, agentB, state.WithClaimTTL(time.Second))
@@ -129,7 +133,7 @@ func dump(t *testing.T, d, via backend.Driver, ns string) []string {
 	_, err = st.TryAcquire(ctx, "res <2>", agentA, time.Minute)
 	must(err)
 
-	norm := strings.NewReplacer(run.ID, "<run>", other.ID, "<other>")
+	norm := strings.NewReplacer(run.ID, "<run>", kid.ID, "<kid>", other.ID, "<other>")
 	var out []string
 	recs, err := d.List(ctx, &backend.ListQuery{NS: ns, Limit: 1000, Now: clk.Now()})
 	must(err)

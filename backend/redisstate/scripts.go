@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -59,12 +60,17 @@ var (
 	resetScript   = redis.NewScript(baseLua + evLua + resetLua)
 	sweepScript   = redis.NewScript(baseLua + evLua + sweepLua)
 	trimScript    = redis.NewScript(baseLua + evLua + trimLua)
-	claimScript   = redis.NewScript(claimLua)
+	claimScript   = redis.NewScript(layoutNames.Replace(claimLua))
 	leaseScript   = redis.NewScript(leaseLua)
 
 	allScripts = []*redis.Script{getScript, setScript, commitScript, getManyScript, listScript, countScript,
 		historyScript, resetScript, sweepScript, trimScript, claimScript, leaseScript}
 )
+
+// layoutNames spells out in a script the names of package state's keys
+// that it would otherwise take as arguments (lua/claim.lua).
+var layoutNames = strings.NewReplacer("$RunPrefix", layout.RunPrefix, "$ClaimedCount", layout.StatusCount(layout.Claimed),
+	"$ChildCounts", layout.ChildCounts, "$Claimed", layout.Claimed)
 
 // recHeader is the length of a packed record's header (lua/rec.lua): the
 // little-endian revision, create revision, updated ms and expiry ms (8
