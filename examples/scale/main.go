@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.storage {
 		return measureStorage(ctx, tgt, stdout)
 	}
-	f := &filler{st: tgt.st, workers: o.workers}
+	f := &filler{st: tgt.fill, workers: o.workers}
 	var cols []column
 	for _, n := range o.sizes {
 		start := time.Now()
@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("measuring storage: %w", err)
 		}
 		fmt.Fprintf(stderr, "scale: %d records filled in %v; measuring\n", n, filled.Round(time.Millisecond))
-		res, err := measureProfiled(ctx, f, n, o.ops, o.profile)
+		res, err := measureProfiled(ctx, f, tgt.st, n, o.ops, o.profile)
 		if err != nil {
 			return fmt.Errorf("at %d records: %w", n, err)
 		}

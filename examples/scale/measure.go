@@ -28,13 +28,14 @@ type operation struct {
 	call    func(ctx context.Context, i int, prep any) error
 }
 
-// operations returns the measured operations over the filled store. Every
-// input a call needs (a key, a value, a group, a resource name) is made by
-// its prepare, untimed, so that the timings hold the store's work and not
-// the formatting of its arguments; random inputs are drawn uniformly over
-// the whole store at every size.
-func (f *filler) operations(size, ops int) []operation {
-	st := f.st
+// operations returns the measured operations of st, the store f filled
+// (through a store of its own on PostgreSQL, see openTarget); their
+// untimed preparations write through f. Every input a call needs (a key,
+// a value, a group, a resource name) is made by its prepare, untimed, so
+// that the timings hold the store's work and not the formatting of its
+// arguments; random inputs are drawn uniformly over the whole store at
+// every size.
+func (f *filler) operations(st *state.Store, size, ops int) []operation {
 	rng := rand.New(rand.NewPCG(uint64(size), 42))
 	keys := func(_ context.Context, n int) (any, error) {
 		out := make([]string, n)
@@ -76,7 +77,7 @@ func (f *filler) operations(size, ops int) []operation {
 		{name: "ClaimRun (fresh)", prepare: func(ctx context.Context, n int) (any, error) {
 			ids := make([]string, n)
 			err := parallel(ctx, f.workers, n, func(i int) error {
-				r, err := st.CreateRun(ctx, "claim-me", map[string]string{"pool": fmt.Sprint(size)})
+				r, err := f.st.CreateRun(ctx, "claim-me", map[string]string{"pool": fmt.Sprint(size)})
 				ids[i] = r.ID
 				return err
 			})
@@ -153,9 +154,9 @@ func (f *filler) operations(size, ops int) []operation {
 
 // measureProfiled is measure, writing a CPU profile of it to path (the
 // size is added to the name) when path is set.
-func measureProfiled(ctx context.Context, f *filler, size, ops int, path string) ([]result, error) {
+func measureProfiled(ctx context.Context, f *filler, st *state.Store, size, ops int, path string) ([]result, error) {
 	if path == "" {
-		return measure(ctx, f, size, ops)
+		return measure(ctx, f, st, size, ops)
 	}
 	out, err := os.Create(fmt.Sprintf("%s.%d", path, size))
 	if err != nil {
@@ -166,7 +167,7 @@ func measureProfiled(ctx context.Context, f *filler, size, ops int, path string)
 		return nil, err
 	}
 	defer pprof.StopCPUProfile()
-	return measure(ctx, f, size, ops)
+	return measure(ctx, f, st, size, ops)
 }
 
 // listAt is a listing position: a prefix and a cursor into it.
@@ -215,10 +216,10 @@ func pauseCollector(reserve int) (resume func()) {
 	}
 }
 
-// measure times ops calls of every operation, one at a time, after a few
-// untimed ones to warm up, in rounds, with the collector paused.
-func measure(ctx context.Context, f *filler, size, ops int) ([]result, error) {
-	list := f.operations(size, ops)
+// measure times ops calls of every operation of st, one at a time, after a
+// few untimed ones to warm up, in rounds, with the collector paused.
+func measure(ctx context.Context, f *filler, st *state.Store, size, ops int) ([]result, error) {
+	list := f.operations(st, size, ops)
 	// Before preparing, so that what warming up touched is still warm. The
 	// memory store's calls allocate some 14 KB each on average.
 	defer pauseCollector(len(list) * (ops + ops/10) * 32 << 10)()
