@@ -11,6 +11,7 @@
 //	go run ./examples/scale -url 'postgres://postgres@127.0.0.1/test'  # in a schema of its own, dropped afterwards
 //	go run ./examples/scale -url mem:// -sizes 10000,100000 -ops 500
 //	go run ./examples/scale -url sqlite:///tmp/s.db -storage     # bytes per key, run and history entry
+//	go run ./examples/scale -url mem:// -lock /tmp/bench.lock    # measure holding flock(1)'s lock, fill without
 //
 // A store of size N holds 70% key-value entries (keys "user/<group>/<nn>",
 // a hundred per group), 20% workflow runs (tagged with one of 10
@@ -54,6 +55,7 @@ import (
 	_ "github.com/statesidecar/state/backend/redisstate"
 	_ "github.com/statesidecar/state/backend/sqlitestate"
 
+	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/examples/internal/cli"
 )
 
@@ -70,6 +72,7 @@ type options struct {
 	storage bool
 	keep    bool
 	profile string
+	lock    string
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -83,6 +86,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.storage, "storage", false, "measure the bytes of one key, one run and one history entry instead")
 	fs.BoolVar(&o.keep, "keep", false, "keep the SQLite file or the Redis keys afterwards")
 	fs.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the timed calls (not the filling) to this file")
+	fs.StringVar(&o.lock, "lock", "", "hold an exclusive flock on this file while measuring each size (not while filling), as flock(1) would")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -139,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("measuring storage: %w", err)
 		}
 		fmt.Fprintf(stderr, "scale: %d records filled in %v; measuring\n", n, filled.Round(time.Millisecond))
-		res, err := measureProfiled(ctx, f, tgt.st, n, o.ops, o.profile)
+		res, err := measureLocked(ctx, f, tgt.st, n, o, stderr)
 		if err != nil {
 			return fmt.Errorf("at %d records: %w", n, err)
 		}
@@ -149,4 +153,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cols = append(cols, column{size: n, results: res, bytes: bytes, fill: filled})
 	}
 	return report(stdout, cols)
+}
+
+// measureLocked measures one size, holding the lock of o.lock if set.
+func measureLocked(ctx context.Context, f *filler, st *state.Store, n int, o options, stderr io.Writer) ([]result, error) {
+	if o.lock == "" {
+		return measureProfiled(ctx, f, st, n, o.ops, o.profile)
+	}
+	start := time.Now()
+	unlock, err := lockFile(o.lock)
+	if err != nil {
+		return nil, fmt.Errorf("-lock: %w", err)
+	}
+	fmt.Fprintf(stderr, "scale: %s locked after %v\n", o.lock, time.Since(start).Round(time.Millisecond))
+	res, err := measureProfiled(ctx, f, st, n, o.ops, o.profile)
+	return res, errors.Join(err, unlock())
 }
