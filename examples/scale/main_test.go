@@ -65,6 +65,9 @@ func TestPostgresFillStore(t *testing.T) {
 	if tgt.fill == tgt.st {
 		t.Fatal("one store fills and is measured")
 	}
+	if tgt.settle == nil {
+		t.Error("the store is not vacuumed after filling")
+	}
 	for _, c := range []struct {
 		st   *state.Store
 		want string

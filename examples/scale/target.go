@@ -31,7 +31,10 @@ type target struct {
 	// memory for Redis, the heap for memory; unweighed says it cannot.
 	bytes     func(ctx context.Context) (int64, error)
 	unweighed bool
-	close     func() error
+	// settle, when set, does after each fill what the backend's own
+	// housekeeping would have done in the background meanwhile.
+	settle func(ctx context.Context) error
+	close  func() error
 }
 
 // openTarget opens the store at rawURL, with the background sweeper off
@@ -118,6 +121,20 @@ func openTarget(ctx context.Context, rawURL string, keep bool) (*target, error) 
 			return nil, errors.Join(err, st.Close())
 		}
 		pool, schema := d.Pool(), pgx.Identifier{d.Schema()}.Sanitize()
+		// Overwrites, finished runs and the history trimmed to its cap
+		// leave dead rows, which autovacuum reclaims and sets statistics
+		// by; on a server with it off (the store's Health warns of it),
+		// a history read of a key then visits the dead events of its
+		// trimmed history. Vacuum as autovacuum would, before measuring
+		// rather than during.
+		t.settle = func(ctx context.Context) error {
+			for _, table := range []string{"records", "events"} {
+				if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) "+schema+"."+table); err != nil {
+					return fmt.Errorf("vacuuming %s: %w", table, err)
+				}
+			}
+			return nil
+		}
 		t.bytes = func(ctx context.Context) (int64, error) {
 			var n int64
 			err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('`+schema+`.records') +
