@@ -89,7 +89,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.ops, "ops", 2000, "timed calls of each operation at each size")
 	fs.IntVar(&o.workers, "workers", 32, "concurrent writers while filling")
 	fs.BoolVar(&o.storage, "storage", false, "measure the bytes of one key, one run and one history entry instead")
-	fs.BoolVar(&o.keep, "keep", false, "keep the SQLite file or the Redis keys afterwards")
+	fs.BoolVar(&o.keep, "keep", false, "keep the SQLite file, the Redis keys or the PostgreSQL schema afterwards")
 	fs.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the timed calls (not the filling) to this file")
 	fs.StringVar(&o.lock, "lock", "", "hold an exclusive flock on this file while measuring each size (not while filling), as flock(1) would")
 	if err := fs.Parse(args); err != nil {
