@@ -97,6 +97,29 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN encode(v, 'escape') ~ '^[+-]?[0-9]{1,18}$' THEN encode(v, 'escape')::bigint ELSE 0 END
 $$;
 
+-- shard_of picks the shard of counter p_key that the caller's commit adds
+-- to: the first, from the server process's id modulo 32 on, whose
+-- advisory lock (a hash of the schema, namespace and counter, xor the
+-- shard's number) the commit gets without waiting, held until it ends; so
+-- concurrent adders write rows of their own, however the process ids
+-- fall. With more than 32 adders of one counter in flight the last ones
+-- share rows, and wait for each other's row locks. (Statements without
+-- queries only: called in an expression, it costs no executor start.)
+CREATE FUNCTION {{s}}.shard_of(p_ns text, p_key bytea) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_lock bigint := hashtextextended({{s_lit}} || ' shard ' || p_ns || ' ' || encode(p_key, 'hex'), 0);
+    v_pid integer := pg_backend_pid() % 32;
+BEGIN
+    FOR i IN 0 .. 31 LOOP
+        IF pg_try_advisory_xact_lock(v_lock # ((v_pid + i) % 32)) THEN
+            RETURN (v_pid + i) % 32;
+        END IF;
+    END LOOP;
+    RETURN v_pid;
+END
+$$;
+
 -- add_shared adds p_delta to counter p_key (see the counters table) for
 -- a commit at revision p_rev and time p_now that holds the counter's lock
 -- shared: to a shard no other adder in flight writes, after making sure
@@ -106,28 +129,15 @@ $$;
 -- common case the base is there without an expiry and only the shard's
 -- row is written.
 --
--- The shard: the first, from the server process's id modulo 32 on, whose
--- advisory lock (a hash of the schema, namespace and counter, xor the
--- shard's number) the commit gets without waiting, held until it ends; so
--- concurrent adders write rows of their own, however the process ids
--- fall. With more than 32 adders of one counter in flight the last ones
--- share rows, and wait for each other's row locks. A writer adds to its
--- counters in key order, so that two writers sharing rows of two counters
--- cannot wait for each other in a cycle.
+-- The shard: see shard_of. A writer adds to its counters in key order, so
+-- that two writers sharing rows of two counters cannot wait for each
+-- other in a cycle.
 CREATE FUNCTION {{s}}.add_shared(p_ns text, p_key bytea, p_delta bigint, p_writer text, p_at bigint,
     p_rev bigint, p_now bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_lock bigint := hashtextextended({{s_lit}} || ' shard ' || p_ns || ' ' || encode(p_key, 'hex'), 0);
-    v_pid integer := pg_backend_pid() % 32;
-    v_shard integer := v_pid;
+    v_shard integer := {{s}}.shard_of(p_ns, p_key);
 BEGIN
-    FOR i IN 0 .. 31 LOOP
-        IF pg_try_advisory_xact_lock(v_lock # ((v_pid + i) % 32)) THEN
-            v_shard := (v_pid + i) % 32;
-            EXIT;
-        END IF;
-    END LOOP;
     -- The common case in one statement: the base is there without an
     -- expiry, and only the shard's row is written.
     INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)

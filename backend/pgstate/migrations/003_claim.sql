@@ -67,6 +67,9 @@ DECLARE
     v_listen boolean;
     v_void text;
     v_parent text;
+    v_keys bytea[];
+    v_shards integer[];
+    v_n bigint;
 BEGIN
     -- As set does (001_init.sql): the locks and the announcement (see
     -- draw) in one statement, then the run and whether anyone listens (see
@@ -195,13 +198,18 @@ BEGIN
         END IF;
         IF v_st = 'created' THEN
             v_st := 'claimed';
-            -- In key order (see add_shared).
-            IF v_parent IS NOT NULL AND p_child_key < p_count_key THEN
-                PERFORM {{s}}.add_shared(p_ns, p_child_key, 1, '', now, rev, now);
+            -- The counters, in key order (see add_shared), each with its
+            -- shard (see shard_of), written along with the run below.
+            IF v_parent IS NULL THEN
+                v_keys := ARRAY[p_count_key];
+            ELSIF p_child_key < p_count_key THEN
+                v_keys := ARRAY[p_child_key, p_count_key];
+            ELSE
+                v_keys := ARRAY[p_count_key, p_child_key];
             END IF;
-            PERFORM {{s}}.add_shared(p_ns, p_count_key, 1, '', now, rev, now);
-            IF v_parent IS NOT NULL AND p_child_key >= p_count_key THEN
-                PERFORM {{s}}.add_shared(p_ns, p_child_key, 1, '', now, rev, now);
+            v_shards := ARRAY[{{s}}.shard_of(p_ns, v_keys[1])];
+            IF cardinality(v_keys) = 2 THEN
+                v_shards := v_shards || {{s}}.shard_of(p_ns, v_keys[2]);
             END IF;
         END IF;
         v_ag := ',"agent_id":' || p_agent_json;
@@ -212,13 +220,35 @@ BEGIN
         value := convert_to('{"status":"' || v_st || '"' || v_ag || ',"last_step":' || v_ls || ',"attempt":' ||
             v_att || ',"fence":' || v_fence || ',"updated_at":' || now || v_claim, 'UTF8');
     END IF;
-    -- A heartbeat's event has the run as it was as its value, and no
-    -- previous value.
+    -- One statement: the event (a heartbeat's has the run as it was as
+    -- its value, and no previous value), the run, and the counters'
+    -- shards when every counter's base is there without an expiry (as
+    -- add_shared's common case, all or none); otherwise add_shared
+    -- makes their bases so after, in key order.
     WITH e AS (
         INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
-        VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now))
+        VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now)),
+    c AS (
+        INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
+        SELECT p_ns, k.key, k.shard, 1, claim.rev, '', now
+          FROM unnest(v_keys, v_shards) WITH ORDINALITY AS k(key, shard, i)
+         WHERE (SELECT count(*) FROM {{s}}.records r
+                 WHERE r.ns = p_ns AND r.key = ANY (v_keys) AND r.expires_at IS NULL) = cardinality(v_keys)
+         ORDER BY k.i
+        ON CONFLICT (ns, key, shard) DO UPDATE SET
+            delta = c.delta + excluded.delta,
+            writer = CASE WHEN excluded.rev > c.rev THEN excluded.writer ELSE c.writer END,
+            updated_at = CASE WHEN excluded.rev > c.rev THEN excluded.updated_at ELSE c.updated_at END,
+            rev = greatest(c.rev, excluded.rev)
+        RETURNING 1)
     UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
-     WHERE t.ns = p_ns AND t.key = p_key;
+     WHERE t.ns = p_ns AND t.key = p_key
+    RETURNING (SELECT count(*) FROM c) INTO v_n;
+    IF v_keys IS NOT NULL AND v_n = 0 THEN
+        FOR i IN 1 .. cardinality(v_keys) LOOP
+            PERFORM {{s}}.add_shared(p_ns, v_keys[i], 1, '', now, rev, now);
+        END LOOP;
+    END IF;
     writer := '';
     updated_at := now;
     expires_at := NULL;
