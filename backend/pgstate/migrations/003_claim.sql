@@ -67,8 +67,10 @@ DECLARE
     v_listen boolean;
     v_void text;
     v_parent text;
-    v_keys bytea[];
-    v_shards integer[];
+    v_k1 bytea;
+    v_k2 bytea;
+    v_s1 integer;
+    v_s2 integer;
     v_n bigint;
 BEGIN
     -- As set does (001_init.sql): the locks and the announcement (see
@@ -199,17 +201,21 @@ BEGIN
         IF v_st = 'created' THEN
             v_st := 'claimed';
             -- The counters, in key order (see add_shared), each with its
-            -- shard (see shard_of), written along with the run below.
+            -- shard (see shard_of), written along with the run below. (Two
+            -- scalars, not arrays: so that the statement's generic plan is
+            -- as cheap as a custom one and it is not planned at each call.)
             IF v_parent IS NULL THEN
-                v_keys := ARRAY[p_count_key];
+                v_k1 := p_count_key;
             ELSIF p_child_key < p_count_key THEN
-                v_keys := ARRAY[p_child_key, p_count_key];
+                v_k1 := p_child_key;
+                v_k2 := p_count_key;
             ELSE
-                v_keys := ARRAY[p_count_key, p_child_key];
+                v_k1 := p_count_key;
+                v_k2 := p_child_key;
             END IF;
-            v_shards := ARRAY[{{s}}.shard_of(p_ns, v_keys[1])];
-            IF cardinality(v_keys) = 2 THEN
-                v_shards := v_shards || {{s}}.shard_of(p_ns, v_keys[2]);
+            v_s1 := {{s}}.shard_of(p_ns, v_k1);
+            IF v_k2 IS NOT NULL THEN
+                v_s2 := {{s}}.shard_of(p_ns, v_k2);
             END IF;
         END IF;
         v_ag := ',"agent_id":' || p_agent_json;
@@ -231,9 +237,11 @@ BEGIN
     c AS (
         INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
         SELECT p_ns, k.key, k.shard, 1, claim.rev, '', now
-          FROM unnest(v_keys, v_shards) WITH ORDINALITY AS k(key, shard, i)
-         WHERE (SELECT count(*) FROM {{s}}.records r
-                 WHERE r.ns = p_ns AND r.key = ANY (v_keys) AND r.expires_at IS NULL) = cardinality(v_keys)
+          FROM (VALUES (1, v_k1, v_s1), (2, v_k2, v_s2)) AS k(i, key, shard)
+         WHERE k.key IS NOT NULL
+           AND EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k1 AND r.expires_at IS NULL)
+           AND (v_k2 IS NULL OR EXISTS (SELECT FROM {{s}}.records r
+                                         WHERE r.ns = p_ns AND r.key = v_k2 AND r.expires_at IS NULL))
          ORDER BY k.i
         ON CONFLICT (ns, key, shard) DO UPDATE SET
             delta = c.delta + excluded.delta,
@@ -244,10 +252,11 @@ BEGIN
     UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
      WHERE t.ns = p_ns AND t.key = p_key
     RETURNING (SELECT count(*) FROM c) INTO v_n;
-    IF v_keys IS NOT NULL AND v_n = 0 THEN
-        FOR i IN 1 .. cardinality(v_keys) LOOP
-            PERFORM {{s}}.add_shared(p_ns, v_keys[i], 1, '', now, rev, now);
-        END LOOP;
+    IF v_k1 IS NOT NULL AND v_n = 0 THEN
+        PERFORM {{s}}.add_shared(p_ns, v_k1, 1, '', now, rev, now);
+        IF v_k2 IS NOT NULL THEN
+            PERFORM {{s}}.add_shared(p_ns, v_k2, 1, '', now, rev, now);
+        END IF;
     END IF;
     writer := '';
     updated_at := now;
