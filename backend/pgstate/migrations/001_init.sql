@@ -317,10 +317,12 @@ $$;
 -- changed tells the schema's listeners, if any, that namespace p_ns
 -- changed: a notification on the schema's channel, delivered if and when
 -- the caller's transaction commits, with the namespace as payload ('' when
--- it is too long for one: any namespace). A writer calls it after it took
--- its announcement lock (see draw), in a statement of its own, so that a
--- listener that registers in between finds the writer in pg_locks and
--- waits for it (see await_writers).
+-- it is too long for one: any namespace). A writer checks for listeners
+-- (here, for reset; draw, set, lease and claim check themselves) in a
+-- statement after the one that took its announcement lock (see draw),
+-- whose snapshot is taken after it, so that a listener that registers in
+-- between finds the writer in pg_locks and waits for it (see
+-- await_writers).
 CREATE FUNCTION {{s}}.changed(p_ns text) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
