@@ -230,28 +230,54 @@ BEGIN
     -- its value, and no previous value), the run, and the counters'
     -- shards when every counter's base is there without an expiry (as
     -- add_shared's common case, all or none); otherwise add_shared
-    -- makes their bases so after, in key order.
-    WITH e AS (
-        INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
-        VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now)),
-    c AS (
-        INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
-        SELECT p_ns, k.key, k.shard, 1, claim.rev, '', now
-          FROM (VALUES (1, v_k1, v_s1), (2, v_k2, v_s2)) AS k(i, key, shard)
-         WHERE k.key IS NOT NULL
-           AND EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k1 AND r.expires_at IS NULL)
-           AND (v_k2 IS NULL OR EXISTS (SELECT FROM {{s}}.records r
-                                         WHERE r.ns = p_ns AND r.key = v_k2 AND r.expires_at IS NULL))
-         ORDER BY k.i
-        ON CONFLICT (ns, key, shard) DO UPDATE SET
-            delta = c.delta + excluded.delta,
-            writer = CASE WHEN excluded.rev > c.rev THEN excluded.writer ELSE c.writer END,
-            updated_at = CASE WHEN excluded.rev > c.rev THEN excluded.updated_at ELSE c.updated_at END,
-            rev = greatest(c.rev, excluded.rev)
-        RETURNING 1)
-    UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
-     WHERE t.ns = p_ns AND t.key = p_key
-    RETURNING (SELECT count(*) FROM c) INTO v_n;
+    -- makes their bases so after, in key order. One variant per number of
+    -- counters: a statement whose parameters may be NULL gets cheaper
+    -- custom plans, and PL/pgSQL then plans it at each call, which costs
+    -- more than the rest of the claim.
+    IF v_k1 IS NULL THEN
+        WITH e AS (
+            INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+            VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now))
+        UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
+         WHERE t.ns = p_ns AND t.key = p_key;
+    ELSIF v_k2 IS NULL THEN
+        WITH e AS (
+            INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+            VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now)),
+        c AS (
+            INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
+            SELECT p_ns, v_k1, v_s1, 1, claim.rev, '', now
+             WHERE EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k1 AND r.expires_at IS NULL)
+            ON CONFLICT (ns, key, shard) DO UPDATE SET
+                delta = c.delta + excluded.delta,
+                writer = CASE WHEN excluded.rev > c.rev THEN excluded.writer ELSE c.writer END,
+                updated_at = CASE WHEN excluded.rev > c.rev THEN excluded.updated_at ELSE c.updated_at END,
+                rev = greatest(c.rev, excluded.rev)
+            RETURNING 1)
+        UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
+         WHERE t.ns = p_ns AND t.key = p_key
+        RETURNING (SELECT count(*) FROM c) INTO v_n;
+    ELSE
+        WITH e AS (
+            INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+            VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now)),
+        c AS (
+            INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
+            SELECT p_ns, k.key, k.shard, 1, claim.rev, '', now
+              FROM (VALUES (1, v_k1, v_s1), (2, v_k2, v_s2)) AS k(i, key, shard)
+             WHERE EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k1 AND r.expires_at IS NULL)
+               AND EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k2 AND r.expires_at IS NULL)
+             ORDER BY k.i
+            ON CONFLICT (ns, key, shard) DO UPDATE SET
+                delta = c.delta + excluded.delta,
+                writer = CASE WHEN excluded.rev > c.rev THEN excluded.writer ELSE c.writer END,
+                updated_at = CASE WHEN excluded.rev > c.rev THEN excluded.updated_at ELSE c.updated_at END,
+                rev = greatest(c.rev, excluded.rev)
+            RETURNING 1)
+        UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
+         WHERE t.ns = p_ns AND t.key = p_key
+        RETURNING (SELECT count(*) FROM c) INTO v_n;
+    END IF;
     IF v_k1 IS NOT NULL AND v_n = 0 THEN
         PERFORM {{s}}.add_shared(p_ns, v_k1, 1, '', now, rev, now);
         IF v_k2 IS NOT NULL THEN
