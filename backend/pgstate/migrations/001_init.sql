@@ -81,9 +81,11 @@ CREATE TABLE {{s}}.listeners (
 
 -- go_json encodes t as a JSON string exactly as Go's encoding/json does
 -- (which also escapes <, >, &, U+2028 and U+2029), so that history written
--- here reads byte for byte as history written by package state.
+-- here reads byte for byte as history written by package state. STABLE,
+-- as to_json is: so that calls inline (an IMMUTABLE function calling a
+-- STABLE one does not, and costs a SQL function call, several µs).
 CREATE FUNCTION {{s}}.go_json(t text) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
     SELECT replace(replace(replace(replace(replace(to_json(t)::text,
         '<', '\u003c'), '>', '\u003e'), '&', '\u0026'), chr(8232), '\u2028'), chr(8233), '\u2029')
 $$;
@@ -95,6 +97,29 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN encode(v, 'escape') ~ '^[+-]?[0-9]{1,18}$' THEN encode(v, 'escape')::bigint ELSE 0 END
 $$;
 
+-- shard_of picks the shard of counter p_key that the caller's commit adds
+-- to: the first, from the server process's id modulo 32 on, whose
+-- advisory lock (a hash of the schema, namespace and counter, xor the
+-- shard's number) the commit gets without waiting, held until it ends; so
+-- concurrent adders write rows of their own, however the process ids
+-- fall. With more than 32 adders of one counter in flight the last ones
+-- share rows, and wait for each other's row locks. (Statements without
+-- queries only: called in an expression, it costs no executor start.)
+CREATE FUNCTION {{s}}.shard_of(p_ns text, p_key bytea) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_lock bigint := hashtextextended({{s_lit}} || ' shard ' || p_ns || ' ' || encode(p_key, 'hex'), 0);
+    v_pid integer := pg_backend_pid() % 32;
+BEGIN
+    FOR i IN 0 .. 31 LOOP
+        IF pg_try_advisory_xact_lock(v_lock # ((v_pid + i) % 32)) THEN
+            RETURN (v_pid + i) % 32;
+        END IF;
+    END LOOP;
+    RETURN v_pid;
+END
+$$;
+
 -- add_shared adds p_delta to counter p_key (see the counters table) for
 -- a commit at revision p_rev and time p_now that holds the counter's lock
 -- shared: to a shard no other adder in flight writes, after making sure
@@ -104,43 +129,39 @@ $$;
 -- common case the base is there without an expiry and only the shard's
 -- row is written.
 --
--- The shard: the first, from the server process's id modulo 32 on, whose
--- advisory lock (a hash of the schema, namespace and counter, xor the
--- shard's number) the commit gets without waiting, held until it ends; so
--- concurrent adders write rows of their own, however the process ids
--- fall. With more than 32 adders of one counter in flight the last ones
--- share rows, and wait for each other's row locks. A writer adds to its
--- counters in key order, so that two writers sharing rows of two counters
--- cannot wait for each other in a cycle.
+-- The shard: see shard_of. A writer adds to its counters in key order, so
+-- that two writers sharing rows of two counters cannot wait for each
+-- other in a cycle.
 CREATE FUNCTION {{s}}.add_shared(p_ns text, p_key bytea, p_delta bigint, p_writer text, p_at bigint,
     p_rev bigint, p_now bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_exp bigint;
-    v_lock bigint := hashtextextended({{s_lit}} || ' shard ' || p_ns || ' ' || encode(p_key, 'hex'), 0);
-    v_pid integer := pg_backend_pid() % 32;
-    v_shard integer := v_pid;
+    v_shard integer := {{s}}.shard_of(p_ns, p_key);
 BEGIN
-    FOR i IN 0 .. 31 LOOP
-        IF pg_try_advisory_xact_lock(v_lock # ((v_pid + i) % 32)) THEN
-            v_shard := (v_pid + i) % 32;
-            EXIT;
-        END IF;
-    END LOOP;
-    SELECT r.expires_at INTO v_exp FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = p_key;
-    IF NOT FOUND OR v_exp IS NOT NULL THEN
-        -- Adders of one counter meet here once: the first locks the row,
-        -- the others find it done when it commits.
-        UPDATE {{s}}.records r
-           SET value = CASE WHEN r.expires_at <= p_now THEN '\x30' ELSE r.value END,
-               crev = CASE WHEN r.expires_at <= p_now THEN p_rev ELSE r.crev END,
-               writer = p_writer, rev = p_rev, updated_at = p_at, expires_at = NULL
-         WHERE r.ns = p_ns AND r.key = p_key AND r.expires_at IS NOT NULL;
-        IF NOT FOUND THEN
-            INSERT INTO {{s}}.records (ns, key, value, writer, rev, crev, updated_at, expires_at)
-            VALUES (p_ns, p_key, '\x30', p_writer, p_rev, p_rev, p_at, NULL)
-            ON CONFLICT (ns, key) DO NOTHING;
-        END IF;
+    -- The common case in one statement: the base is there without an
+    -- expiry, and only the shard's row is written.
+    INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
+    SELECT p_ns, p_key, v_shard, p_delta, p_rev, p_writer, p_at
+     WHERE EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = p_key AND r.expires_at IS NULL)
+    ON CONFLICT (ns, key, shard) DO UPDATE SET
+        delta = c.delta + excluded.delta,
+        writer = CASE WHEN excluded.rev > c.rev THEN excluded.writer ELSE c.writer END,
+        updated_at = CASE WHEN excluded.rev > c.rev THEN excluded.updated_at ELSE c.updated_at END,
+        rev = greatest(c.rev, excluded.rev);
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    -- Adders of one counter meet here once: the first locks the row, the
+    -- others find it done when it commits.
+    UPDATE {{s}}.records r
+       SET value = CASE WHEN r.expires_at <= p_now THEN '\x30' ELSE r.value END,
+           crev = CASE WHEN r.expires_at <= p_now THEN p_rev ELSE r.crev END,
+           writer = p_writer, rev = p_rev, updated_at = p_at, expires_at = NULL
+     WHERE r.ns = p_ns AND r.key = p_key AND r.expires_at IS NOT NULL;
+    IF NOT FOUND THEN
+        INSERT INTO {{s}}.records (ns, key, value, writer, rev, crev, updated_at, expires_at)
+        VALUES (p_ns, p_key, '\x30', p_writer, p_rev, p_rev, p_at, NULL)
+        ON CONFLICT (ns, key) DO NOTHING;
     END IF;
     INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
     VALUES (p_ns, p_key, v_shard, p_delta, p_rev, p_writer, p_at)
@@ -296,10 +317,12 @@ $$;
 -- changed tells the schema's listeners, if any, that namespace p_ns
 -- changed: a notification on the schema's channel, delivered if and when
 -- the caller's transaction commits, with the namespace as payload ('' when
--- it is too long for one: any namespace). A writer calls it after it took
--- its announcement lock (see draw), in a statement of its own, so that a
--- listener that registers in between finds the writer in pg_locks and
--- waits for it (see await_writers).
+-- it is too long for one: any namespace). A writer checks for listeners
+-- (here, for reset; draw, set, lease and claim check themselves) in a
+-- statement after the one that took its announcement lock (see draw),
+-- whose snapshot is taken after it, so that a listener that registers in
+-- between finds the writer in pg_locks and waits for it (see
+-- await_writers).
 CREATE FUNCTION {{s}}.changed(p_ns text) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -353,23 +376,31 @@ $$;
 -- and then pg_locks finds every revision drawn up to what it read either
 -- announced or committed. The lock waits for nothing: no one takes it
 -- exclusively.
+--
+-- Each statement costs an executor start, and set, lease and claim, the
+-- hot paths, inline these steps with their own statements (announcing
+-- along with their locks, checking for listeners along with their read):
+-- here the lookup of the sequence, its last value and the announcement
+-- are one statement, the check for listeners (which must see the
+-- listeners registered before the announcement, see changed) a second.
 CREATE FUNCTION {{s}}.draw(p_ns text, p_now bigint, OUT rev bigint, OUT seq regclass)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_low bigint := 1;
+    v_l record;
 BEGIN
-    SELECT n.seq INTO seq FROM {{s}}.namespaces n WHERE n.ns = p_ns;
-    IF FOUND THEN
-        v_low := coalesce(pg_sequence_last_value(seq), 0) + 1;
-    END IF;
-    PERFORM pg_advisory_xact_lock_shared((v_low >> 32)::integer, v_low::bit(32)::integer);
+    SELECT pg_advisory_xact_lock_shared((a.low >> 32)::integer, a.low::bit(32)::integer), a.seq
+      INTO v_l
+      FROM (SELECT n.seq, coalesce(pg_sequence_last_value(n.seq), 0) + 1 AS low
+              FROM (SELECT) o LEFT JOIN {{s}}.namespaces n ON n.ns = p_ns) a;
+    seq := v_l.seq;
     IF seq IS NOT NULL THEN
         rev := nextval(seq);
     END IF;
     IF seq IS NULL OR rev < p_now * 1000 - 100000 THEN
         SELECT n.rev, n.seq INTO rev, seq FROM {{s}}.next_rev(p_ns, p_now * 1000) n;
     END IF;
-    PERFORM {{s}}.changed(p_ns);
+    PERFORM pg_notify({{chan_lit}}, CASE WHEN octet_length(p_ns) < 7900 THEN p_ns ELSE '' END)
+      FROM {{s}}.listeners l WHERE l.expires_at > clock_timestamp() LIMIT 1;
 END
 $$;
 
@@ -591,32 +622,57 @@ $$;
 -- record's live value as the previous value, the commit's time), under at
 -- most one condition, on the put's key (p_cond: the revision the key must
 -- have, NULL for none). It writes what commit would, with one read of the
--- record and no arrays.
+-- record and no arrays, in three statements (each costs an executor start)
+-- and no calls of other PL/pgSQL functions: draw's steps inlined (see
+-- draw). The first takes the namespace's lock shared, the key's, then the
+-- announcement of the revision it may draw; the second, with a snapshot
+-- taken after them, reads the record and whether anyone listens (see
+-- changed); the third writes the event and the record. A write whose
+-- condition fails has announced a bound it does not draw: readers of
+-- history wait for it as for any writer in flight, until it ends.
 CREATE FUNCTION {{s}}.set(p_ns text, p_now bigint, p_nslock bigint, p_lock bigint, p_key bytea,
     p_value bytea, p_writer text, p_ttl bigint, p_time bigint, p_cond bigint, p_ev_key bytea, p_ev_op text,
     OUT committed boolean, OUT rev bigint, OUT cur bigint, OUT now bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    r {{s}}.records%ROWTYPE;
+    v_l record;
     v_live boolean;
-    v_seq regclass;
+    v_value bytea;
+    v_crev bigint;
+    v_listen boolean;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock);
+    SELECT pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock),
+           pg_advisory_xact_lock_shared((a.low >> 32)::integer, a.low::bit(32)::integer), a.seq
+      INTO v_l
+      FROM (SELECT n.seq, coalesce(pg_sequence_last_value(n.seq), 0) + 1 AS low
+              FROM (SELECT) o LEFT JOIN {{s}}.namespaces n ON n.ns = p_ns) a;
     now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
-    SELECT * INTO r FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = p_key;
-    v_live := FOUND AND (r.expires_at IS NULL OR r.expires_at > now);
-    cur := CASE WHEN v_live THEN r.rev ELSE 0 END;
+    SELECT t.key IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now), t.value, t.rev, t.crev,
+           EXISTS (SELECT FROM {{s}}.listeners l WHERE l.expires_at > clock_timestamp())
+      INTO v_live, v_value, cur, v_crev, v_listen
+      FROM (SELECT) o LEFT JOIN {{s}}.records t ON t.ns = p_ns AND t.key = p_key;
+    IF NOT v_live THEN
+        cur := 0;
+    END IF;
     committed := p_cond IS NULL OR p_cond = cur;
     rev := 0;
     IF NOT committed THEN
         RETURN;
     END IF;
-    -- The next revision, announced to readers of history (see draw).
-    SELECT d.rev, d.seq INTO rev, v_seq FROM {{s}}.draw(p_ns, now) d;
-    INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
-    VALUES (p_ns, rev, rev, p_ev_key, p_ev_op, p_value, CASE WHEN v_live THEN r.value END, p_writer, now);
+    IF v_l.seq IS NOT NULL THEN
+        rev := nextval(v_l.seq);
+    END IF;
+    IF v_l.seq IS NULL OR rev < now * 1000 - 100000 THEN
+        SELECT n.rev INTO rev FROM {{s}}.next_rev(p_ns, now * 1000) n;
+    END IF;
+    IF v_listen THEN
+        PERFORM pg_notify({{chan_lit}}, CASE WHEN octet_length(p_ns) < 7900 THEN p_ns ELSE '' END);
+    END IF;
+    WITH e AS (
+        INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+        VALUES (p_ns, rev, rev, p_ev_key, p_ev_op, p_value, CASE WHEN v_live THEN v_value END, p_writer, now))
     INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
-    VALUES (p_ns, p_key, p_value, p_writer, rev, CASE WHEN v_live THEN r.crev ELSE rev END, p_time,
+    VALUES (p_ns, p_key, p_value, p_writer, rev, CASE WHEN v_live THEN v_crev ELSE rev END, p_time,
             CASE WHEN p_ttl > 0 THEN now + p_ttl END)
     ON CONFLICT (ns, key) DO UPDATE SET
         value = excluded.value, writer = excluded.writer, rev = excluded.rev, crev = excluded.crev,
@@ -673,79 +729,96 @@ CREATE FUNCTION {{s}}.lease(p_ns text, p_now bigint, p_nslock bigint, p_lock big
     OUT rev bigint, OUT crev bigint, OUT updated_at bigint, OUT expires_at bigint, OUT value bytea)
 LANGUAGE plpgsql AS $$
 DECLARE
-    r {{s}}.records%ROWTYPE;
+    v_l record;
+    v_listen boolean;
     v_live boolean;
     v_mine boolean;
     v_rev bigint;
-    v_seq regclass;
     v_op text;
     v_prev bytea;
     v_value bytea;
     v_fence bigint;
     v_exp bigint;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock);
+    -- As set does: the locks and the announcement (see draw) in one
+    -- statement, then the record and whether anyone listens (see changed)
+    -- in one with a snapshot taken after them, then the writes in one.
+    SELECT pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock),
+           pg_advisory_xact_lock_shared((a.low >> 32)::integer, a.low::bit(32)::integer), a.seq
+      INTO v_l
+      FROM (SELECT n.seq, coalesce(pg_sequence_last_value(n.seq), 0) + 1 AS low
+              FROM (SELECT) o LEFT JOIN {{s}}.namespaces n ON n.ns = p_ns) a;
     now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
     takeover := false;
-    SELECT * INTO r FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = p_key;
-    present := FOUND;
-    v_live := present AND (r.expires_at IS NULL OR r.expires_at > now);
-    v_mine := v_live AND r.writer = p_holder;
+    SELECT t.key IS NOT NULL, t.writer, t.rev, t.crev, t.updated_at, t.expires_at, t.value,
+           EXISTS (SELECT FROM {{s}}.listeners l WHERE l.expires_at > clock_timestamp())
+      INTO present, writer, rev, crev, updated_at, expires_at, value, v_listen
+      FROM (SELECT) o LEFT JOIN {{s}}.records t ON t.ns = p_ns AND t.key = p_key;
+    v_live := present AND (expires_at IS NULL OR expires_at > now);
+    v_mine := v_live AND writer = p_holder;
     -- Release and renew need the caller's live lease; acquire a free one.
     IF NOT v_mine AND (p_action <> 1 OR v_live) THEN
         ok := false;
         present := v_live;
-        IF v_live THEN
-            SELECT r.writer, r.rev, r.crev, r.updated_at, r.expires_at, r.value
-              INTO writer, rev, crev, updated_at, expires_at, value;
+        IF NOT v_live THEN
+            writer := NULL; rev := NULL; crev := NULL; updated_at := NULL; expires_at := NULL; value := NULL;
         END IF;
         RETURN;
     END IF;
     ok := true;
-    -- The next revision, announced to readers of history (see draw).
-    SELECT d.rev, d.seq INTO v_rev, v_seq FROM {{s}}.draw(p_ns, now) d;
-    IF v_live OR (present AND r.writer <> p_holder) THEN -- the lease as it was, live or taken over
-        v_prev := convert_to('{"holder":' || {{s}}.go_json(r.writer) || ',"fence":' || r.crev ||
-            ',"expires_at":' || coalesce(r.expires_at, 0) || '}', 'UTF8');
+    -- The next revision (see draw).
+    IF v_l.seq IS NOT NULL THEN
+        v_rev := nextval(v_l.seq);
+    END IF;
+    IF v_l.seq IS NULL OR v_rev < now * 1000 - 100000 THEN
+        SELECT n.rev INTO v_rev FROM {{s}}.next_rev(p_ns, now * 1000) n;
+    END IF;
+    IF v_listen THEN
+        PERFORM pg_notify({{chan_lit}}, CASE WHEN octet_length(p_ns) < 7900 THEN p_ns ELSE '' END);
+    END IF;
+    IF v_live OR (present AND writer <> p_holder) THEN -- the lease as it was, live or taken over
+        v_prev := convert_to('{"holder":' || {{s}}.go_json(writer) || ',"fence":' || crev ||
+            ',"expires_at":' || coalesce(expires_at, 0) || '}', 'UTF8');
     END IF;
     IF p_action = 3 THEN
-        v_op := 'lease.release';
+        -- The outputs stay the lease as it was.
+        WITH e AS (
+            INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+            VALUES (p_ns, v_rev, v_rev, p_resource, 'lease.release', NULL, v_prev, p_holder, now))
         DELETE FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = p_key;
-        SELECT r.writer, r.rev, r.crev, r.updated_at, r.expires_at, r.value
-          INTO writer, rev, crev, updated_at, expires_at, value;
-    ELSE
-        v_op := 'lease.acquire';
-        IF v_mine THEN
-            IF p_action = 2 THEN
-                v_op := 'lease.renew';
-            END IF;
-            v_fence := r.crev;
-            crev := r.crev;
-        ELSE
-            IF present AND r.writer <> p_holder THEN
-                v_op := 'lease.takeover';
-                takeover := true;
-            END IF;
-            v_fence := 0;
-            crev := v_rev;
-        END IF;
-        v_exp := now + p_ttl;
-        INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
-        VALUES (p_ns, p_key, p_value, p_holder, v_rev, crev, now, v_exp)
-        ON CONFLICT (ns, key) DO UPDATE SET
-            value = excluded.value, writer = excluded.writer, rev = excluded.rev, crev = excluded.crev,
-            updated_at = excluded.updated_at, expires_at = excluded.expires_at;
-        v_value := convert_to('{"holder":' || {{s}}.go_json(p_holder) || ',"fence":' || v_fence ||
-            ',"expires_at":' || v_exp || '}', 'UTF8');
-        present := true;
-        writer := p_holder;
-        rev := v_rev;
-        updated_at := now;
-        expires_at := v_exp;
-        value := p_value;
+        RETURN;
     END IF;
-    INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
-    VALUES (p_ns, v_rev, v_rev, p_resource, v_op, v_value, v_prev, p_holder, now);
+    v_op := 'lease.acquire';
+    IF v_mine THEN
+        IF p_action = 2 THEN
+            v_op := 'lease.renew';
+        END IF;
+        v_fence := crev;
+    ELSE
+        IF present AND writer <> p_holder THEN
+            v_op := 'lease.takeover';
+            takeover := true;
+        END IF;
+        v_fence := 0;
+        crev := v_rev;
+    END IF;
+    v_exp := now + p_ttl;
+    v_value := convert_to('{"holder":' || {{s}}.go_json(p_holder) || ',"fence":' || v_fence ||
+        ',"expires_at":' || v_exp || '}', 'UTF8');
+    WITH e AS (
+        INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+        VALUES (p_ns, v_rev, v_rev, p_resource, v_op, v_value, v_prev, p_holder, now))
+    INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
+    VALUES (p_ns, p_key, p_value, p_holder, v_rev, crev, now, v_exp)
+    ON CONFLICT (ns, key) DO UPDATE SET
+        value = excluded.value, writer = excluded.writer, rev = excluded.rev, crev = excluded.crev,
+        updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+    present := true;
+    writer := p_holder;
+    rev := v_rev;
+    updated_at := now;
+    expires_at := v_exp;
+    value := p_value;
 END
 $$;
 

@@ -46,7 +46,6 @@ CREATE FUNCTION {{s}}.claim(p_ns text, p_now bigint, p_nslock bigint, p_lock big
     OUT rev bigint, OUT crev bigint, OUT updated_at bigint, OUT expires_at bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    r {{s}}.records%ROWTYPE;
     v_text text;
     v_p integer;
     v_st text;
@@ -64,25 +63,43 @@ DECLARE
     v_old text;
     v_new text;
     v_op text;
-    v_seq regclass;
+    v_l record;
+    v_listen boolean;
+    v_void text;
     v_parent text;
+    v_k1 bytea;
+    v_k2 bytea;
+    v_s1 integer;
+    v_s2 integer;
+    v_n bigint;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock);
+    -- As set does (001_init.sql): the locks and the announcement (see
+    -- draw) in one statement, then the run and whether anyone listens (see
+    -- changed) in one with a snapshot taken after them, the writes in one.
+    -- A claim refused has announced a bound it does not draw: readers of
+    -- history wait for it as for any writer in flight, until it ends.
+    SELECT pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock),
+           pg_advisory_xact_lock_shared((a.low >> 32)::integer, a.low::bit(32)::integer), a.seq
+      INTO v_l
+      FROM (SELECT n.seq, coalesce(pg_sequence_last_value(n.seq), 0) + 1 AS low
+              FROM (SELECT) o LEFT JOIN {{s}}.namespaces n ON n.ns = p_ns) a;
     now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
     reclaimed := false;
-    SELECT * INTO r FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = p_key;
-    IF NOT FOUND OR (r.expires_at IS NOT NULL AND r.expires_at <= now) THEN
+    SELECT t.value, t.writer, t.rev, t.crev, t.updated_at, t.expires_at,
+           EXISTS (SELECT FROM {{s}}.listeners l WHERE l.expires_at > clock_timestamp())
+      INTO value, writer, rev, crev, updated_at, expires_at, v_listen
+      FROM (SELECT) o LEFT JOIN {{s}}.records t ON t.ns = p_ns AND t.key = p_key;
+    IF rev IS NULL OR (expires_at IS NOT NULL AND expires_at <= now) THEN
         outcome := 1;
+        value := NULL; writer := NULL; rev := NULL; crev := NULL; updated_at := NULL; expires_at := NULL;
         RETURN;
     END IF;
-    SELECT r.value, r.writer, r.rev, r.crev, r.updated_at, r.expires_at
-      INTO value, writer, rev, crev, updated_at, expires_at;
     -- The fields claims change, as Go writes them: status, agent_id (absent
     -- or a JSON string, in which every quote is escaped, so that it cannot
     -- contain ,"last_step":), then numbers, which contain no comma. (Plain
     -- string functions: a regular expression with captures costs a
     -- millisecond here.)
-    v_text := convert_from(r.value, 'UTF8');
+    v_text := convert_from(value, 'UTF8');
     v_p := strpos(v_text, ',"last_step":');
     IF left(v_text, 11) <> '{"status":"' OR v_p = 0 THEN
         RAISE EXCEPTION 'stored run is not in the layout package state writes';
@@ -133,7 +150,7 @@ BEGIN
     -- increase with its writes.
     IF NOT v_held AND v_st = 'created' THEN
         IF left(v_text, 18) = ',"parent_run_id":"' THEN
-            v_parent := (convert_from(r.value, 'UTF8')::json) ->> 'parent_run_id';
+            v_parent := (convert_from(value, 'UTF8')::json) ->> 'parent_run_id';
             IF p_parent IS DISTINCT FROM v_parent THEN
                 -- Call again with the parent's counter and its lock.
                 outcome := 7;
@@ -143,16 +160,25 @@ BEGIN
         END IF;
         -- Shared, as a commit that only adds to a counter takes it (see
         -- add_shared): fresh claims of one namespace do not wait for each
-        -- other. Both in the order of every writer's locks.
+        -- other. Both in the order of every writer's locks. (Assignments:
+        -- an expression without a query costs no executor start.)
         IF v_parent IS NULL THEN
-            PERFORM pg_advisory_xact_lock_shared(p_count_lock);
+            v_void := pg_advisory_xact_lock_shared(p_count_lock)::text;
         ELSE
-            PERFORM pg_advisory_xact_lock_shared(least(p_count_lock, p_child_lock)),
-                    pg_advisory_xact_lock_shared(greatest(p_count_lock, p_child_lock));
+            v_void := pg_advisory_xact_lock_shared(least(p_count_lock, p_child_lock))::text ||
+                      pg_advisory_xact_lock_shared(greatest(p_count_lock, p_child_lock))::text;
         END IF;
     END IF;
-    -- The next revision, announced to readers of history (see draw).
-    SELECT d.rev, d.seq INTO rev, v_seq FROM {{s}}.draw(p_ns, now) d;
+    -- The next revision (see draw).
+    IF v_l.seq IS NOT NULL THEN
+        rev := nextval(v_l.seq);
+    END IF;
+    IF v_l.seq IS NULL OR rev < now * 1000 - 100000 THEN
+        SELECT n.rev INTO rev FROM {{s}}.next_rev(p_ns, now * 1000) n;
+    END IF;
+    IF v_listen THEN
+        PERFORM pg_notify({{chan_lit}}, CASE WHEN octet_length(p_ns) < 7900 THEN p_ns ELSE '' END);
+    END IF;
     v_claim := ',"claim_expires_at":' || (now + p_ttl) || ',"claim_ttl_ms":' || p_ttl || v_text;
     v_old := '{"status":"' || v_st || '"' || v_ag || ',"attempt":' || v_att || ',"fence":' || v_fence ||
         ',"last_step":' || v_ls || '}';
@@ -162,8 +188,8 @@ BEGIN
         v_op := 'workflow.heartbeat';
         value := convert_to('{"status":"' || v_st || '"' || v_ag || ',"last_step":' || v_ls || ',"attempt":' ||
             v_att || ',"fence":' || v_fence || ',"updated_at":' || v_upd || v_claim, 'UTF8');
-        INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
-        VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_old, 'UTF8'), NULL, p_agent, now);
+        v_new := v_old;
+        v_old := NULL;
     ELSE
         -- A fresh claim, or a takeover from a holder whose claim expired.
         outcome := 4;
@@ -174,13 +200,22 @@ BEGIN
         END IF;
         IF v_st = 'created' THEN
             v_st := 'claimed';
-            -- In key order (see add_shared).
-            IF v_parent IS NOT NULL AND p_child_key < p_count_key THEN
-                PERFORM {{s}}.add_shared(p_ns, p_child_key, 1, '', now, rev, now);
+            -- The counters, in key order (see add_shared), each with its
+            -- shard (see shard_of), written along with the run below. (Two
+            -- scalars, not arrays: so that the statement's generic plan is
+            -- as cheap as a custom one and it is not planned at each call.)
+            IF v_parent IS NULL THEN
+                v_k1 := p_count_key;
+            ELSIF p_child_key < p_count_key THEN
+                v_k1 := p_child_key;
+                v_k2 := p_count_key;
+            ELSE
+                v_k1 := p_count_key;
+                v_k2 := p_child_key;
             END IF;
-            PERFORM {{s}}.add_shared(p_ns, p_count_key, 1, '', now, rev, now);
-            IF v_parent IS NOT NULL AND p_child_key >= p_count_key THEN
-                PERFORM {{s}}.add_shared(p_ns, p_child_key, 1, '', now, rev, now);
+            v_s1 := {{s}}.shard_of(p_ns, v_k1);
+            IF v_k2 IS NOT NULL THEN
+                v_s2 := {{s}}.shard_of(p_ns, v_k2);
             END IF;
         END IF;
         v_ag := ',"agent_id":' || p_agent_json;
@@ -190,11 +225,65 @@ BEGIN
             ',"last_step":' || v_ls || '}';
         value := convert_to('{"status":"' || v_st || '"' || v_ag || ',"last_step":' || v_ls || ',"attempt":' ||
             v_att || ',"fence":' || v_fence || ',"updated_at":' || now || v_claim, 'UTF8');
-        INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
-        VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now);
     END IF;
-    UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
-     WHERE t.ns = p_ns AND t.key = p_key;
+    -- One statement: the event (a heartbeat's has the run as it was as
+    -- its value, and no previous value), the run, and the counters'
+    -- shards when every counter's base is there without an expiry (as
+    -- add_shared's common case, all or none); otherwise add_shared
+    -- makes their bases so after, in key order. One variant per number of
+    -- counters: a statement whose parameters may be NULL gets cheaper
+    -- custom plans, and PL/pgSQL then plans it at each call, which costs
+    -- more than the rest of the claim.
+    IF v_k1 IS NULL THEN
+        WITH e AS (
+            INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+            VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now))
+        UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
+         WHERE t.ns = p_ns AND t.key = p_key;
+    ELSIF v_k2 IS NULL THEN
+        WITH e AS (
+            INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+            VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now)),
+        c AS (
+            INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
+            SELECT p_ns, v_k1, v_s1, 1, claim.rev, '', now
+             WHERE EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k1 AND r.expires_at IS NULL)
+            ON CONFLICT (ns, key, shard) DO UPDATE SET
+                delta = c.delta + excluded.delta,
+                writer = CASE WHEN excluded.rev > c.rev THEN excluded.writer ELSE c.writer END,
+                updated_at = CASE WHEN excluded.rev > c.rev THEN excluded.updated_at ELSE c.updated_at END,
+                rev = greatest(c.rev, excluded.rev)
+            RETURNING 1)
+        UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
+         WHERE t.ns = p_ns AND t.key = p_key
+        RETURNING (SELECT count(*) FROM c) INTO v_n;
+    ELSE
+        WITH e AS (
+            INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
+            VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now)),
+        c AS (
+            INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
+            SELECT p_ns, k.key, k.shard, 1, claim.rev, '', now
+              FROM (VALUES (1, v_k1, v_s1), (2, v_k2, v_s2)) AS k(i, key, shard)
+             WHERE EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k1 AND r.expires_at IS NULL)
+               AND EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k2 AND r.expires_at IS NULL)
+             ORDER BY k.i
+            ON CONFLICT (ns, key, shard) DO UPDATE SET
+                delta = c.delta + excluded.delta,
+                writer = CASE WHEN excluded.rev > c.rev THEN excluded.writer ELSE c.writer END,
+                updated_at = CASE WHEN excluded.rev > c.rev THEN excluded.updated_at ELSE c.updated_at END,
+                rev = greatest(c.rev, excluded.rev)
+            RETURNING 1)
+        UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL
+         WHERE t.ns = p_ns AND t.key = p_key
+        RETURNING (SELECT count(*) FROM c) INTO v_n;
+    END IF;
+    IF v_k1 IS NOT NULL AND v_n = 0 THEN
+        PERFORM {{s}}.add_shared(p_ns, v_k1, 1, '', now, rev, now);
+        IF v_k2 IS NOT NULL THEN
+            PERFORM {{s}}.add_shared(p_ns, v_k2, 1, '', now, rev, now);
+        END IF;
+    END IF;
     writer := '';
     updated_at := now;
     expires_at := NULL;
