@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -93,14 +94,30 @@ func optInt(n int64) *int64 {
 // encode writes a result as compact JSON, fields in declaration order, HTML
 // characters unescaped and stored JSON values byte for byte.
 func encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+	e := encoders.Get().(*encoder)
+	if err := e.enc.Encode(v); err != nil {
+		return nil, err // e is dropped: its buffer may hold a part
 	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	b := bytes.Clone(bytes.TrimRight(e.buf.Bytes(), "\n"))
+	if e.buf.Cap() <= 64<<10 { // a large result's buffer is not kept
+		e.buf.Reset()
+		encoders.Put(e)
+	}
+	return b, nil
 }
+
+// An encoder is a JSON encoder with its buffer, reused across calls.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
 
 // success is a tool result carrying b both as structured content and, for
 // clients that read only text, as text.
