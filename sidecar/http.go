@@ -79,7 +79,7 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 		}
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
-		body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes), r.ContentLength, s.cfg.MaxRequestBytes)
+		body, err := readAll(w, r.Body, r.ContentLength, s.cfg.MaxRequestBytes)
 		if err != nil {
 			refuseBody(w)
 			var tooBig *http.MaxBytesError
@@ -102,7 +102,9 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 				http.StatusServiceUnavailable)
 			return
 		}
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		rb := &bodyReader{}
+		rb.Reset(body)
+		r.Body, r.ContentLength = rb, int64(len(body))
 		if isLongPoll(body) {
 			r = r.WithContext(context.WithValue(r.Context(), longPollKey{}, true))
 		}
@@ -132,13 +134,15 @@ func isLongPoll(msg []byte) bool {
 	return ok
 }
 
-// readAll reads r to its end. A body whose length was declared (up to 64
-// KiB: a client cannot make the server reserve more than it sends) is read
-// into a buffer of exactly that size; net/http ends the body there.
-func readAll(r io.Reader, declared, limit int64) ([]byte, error) {
+// readAll reads body to its end, within limit (beyond it, the error is an
+// *http.MaxBytesError and w's connection is closed after the answer). A
+// body whose length was declared (up to 64 KiB: a client cannot make the
+// server reserve more than it sends) is read into a buffer of exactly that
+// size; net/http ends the body there, so the limit cannot be reached.
+func readAll(w http.ResponseWriter, body io.ReadCloser, declared, limit int64) ([]byte, error) {
 	if declared >= 0 && declared <= min(limit, 64<<10) {
 		b := make([]byte, declared)
-		if _, err := io.ReadFull(r, b); err != nil {
+		if _, err := io.ReadFull(body, b); err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
@@ -151,9 +155,16 @@ func readAll(r io.Reader, declared, limit int64) ([]byte, error) {
 		size = 64 << 10
 	}
 	b := bytes.NewBuffer(make([]byte, 0, size))
-	_, err := b.ReadFrom(r)
+	_, err := b.ReadFrom(http.MaxBytesReader(w, body, limit))
 	return b.Bytes(), err
 }
+
+// A bodyReader is a request's body, read already: io.NopCloser of a
+// bytes.Reader in one allocation.
+type bodyReader struct{ bytes.Reader }
+
+// Close does nothing.
+func (*bodyReader) Close() error { return nil }
 
 // isInitialize reports whether msg is an initialize request.
 func isInitialize(msg []byte) bool {
