@@ -122,10 +122,14 @@ var encoders = sync.Pool{New: func() any {
 // success is a tool result carrying b both as structured content and, for
 // clients that read only text, as text.
 func success(b []byte) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
-		StructuredContent: json.RawMessage(b),
-	}
+	// The result and its one-item content list in one allocation.
+	r := &struct {
+		res     mcp.CallToolResult
+		content [1]mcp.Content
+	}{}
+	r.content[0] = mcp.NewTextContent(string(b))
+	r.res.Content, r.res.StructuredContent = r.content[:], json.RawMessage(b)
+	return &r.res
 }
 
 // failure is a tool error result in the words FastMCP uses, so that agents
