@@ -40,6 +40,15 @@ type Metrics struct {
 	httpRequests    *prometheus.CounterVec
 	authFailures    prometheus.Counter
 	info            *prometheus.GaugeVec
+	// tools holds each tool's series, looked up once: read-only after
+	// NewMetrics.
+	tools map[string]toolSeries
+}
+
+// toolSeries are one tool's counters. (Its histogram series is made at its
+// first call, so that /metrics lists no histogram of a tool never called.)
+type toolSeries struct {
+	calls, errors prometheus.Counter
 }
 
 // latencyBuckets span 50µs to 10s: an in-memory call to a slow backend.
@@ -72,9 +81,9 @@ func NewMetrics() *Metrics {
 	m.reg.MustRegister(m.toolCalls, m.toolErrors, m.toolDuration, m.backendDuration, m.backendErrors,
 		m.inFlight, m.httpRequests, m.authFailures, m.info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.tools = map[string]toolSeries{}
 	for _, t := range mcpadapter.ToolNames() {
-		m.toolCalls.WithLabelValues(t)
-		m.toolErrors.WithLabelValues(t)
+		m.tools[t] = toolSeries{calls: m.toolCalls.WithLabelValues(t), errors: m.toolErrors.WithLabelValues(t)}
 	}
 	return m
 }
@@ -85,9 +94,16 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // ObserveTool records one tool call; it has the signature of
 // mcpadapter.Options.Observe.
 func (m *Metrics) ObserveTool(tool string, took time.Duration, isError bool) {
-	m.toolCalls.WithLabelValues(tool).Inc()
-	if isError {
-		m.toolErrors.WithLabelValues(tool).Inc()
+	if s, ok := m.tools[tool]; ok {
+		s.calls.Inc()
+		if isError {
+			s.errors.Inc()
+		}
+	} else {
+		m.toolCalls.WithLabelValues(tool).Inc()
+		if isError {
+			m.toolErrors.WithLabelValues(tool).Inc()
+		}
 	}
 	m.toolDuration.WithLabelValues(tool).Observe(took.Seconds())
 }
