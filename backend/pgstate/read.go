@@ -183,6 +183,13 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 		args = append(args, end)
 	}
 	rows, err := d.pool.Query(ctx, d.q.list[after][b][keysOnly], args...)
+	return d.scanList(ctx, rows, err, q.KeysOnly, q.KeysOnly)
+}
+
+// scanList reads the records of a listing query: rows of keys, revisions
+// and create revisions only when short, else whole records, kept whole
+// unless keysOnly.
+func (d *Driver) scanList(ctx context.Context, rows pgx.Rows, err error, short, keysOnly bool) ([]backend.Record, error) {
 	if err != nil {
 		return nil, d.fail(ctx, "list", err)
 	}
@@ -191,7 +198,7 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 	for rows.Next() {
 		var r backend.Record
 		var key []byte
-		if q.KeysOnly {
+		if short {
 			err = rows.Scan(&key, &r.Revision, &r.CreateRevision)
 		} else {
 			err = scanRecord(rows, &r, &key)
@@ -200,6 +207,9 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 			return nil, d.fail(ctx, "list", err)
 		}
 		r.Key = string(key)
+		if keysOnly && !short {
+			r = backend.Record{Key: r.Key, Revision: r.Revision, CreateRevision: r.CreateRevision}
+		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -222,27 +232,7 @@ func (d *Driver) countersIn(lower string, end []byte, bounded bool) bool {
 // this keeps List exact for any caller that does.
 func (d *Driver) listCounted(ctx context.Context, q *backend.ListQuery, lower string, after bool, end []byte) ([]backend.Record, error) {
 	rows, err := d.pool.Query(ctx, d.q.listCounted, q.NS, d.nsLock(q.NS), []byte(lower), after, end, nowArg(q.Now), q.Limit)
-	if err != nil {
-		return nil, d.fail(ctx, "list", err)
-	}
-	defer rows.Close()
-	var out []backend.Record
-	for rows.Next() {
-		var r backend.Record
-		var key []byte
-		if err := scanRecord(rows, &r, &key); err != nil {
-			return nil, d.fail(ctx, "list", err)
-		}
-		r.Key = string(key)
-		if q.KeysOnly {
-			r = backend.Record{Key: r.Key, Revision: r.Revision, CreateRevision: r.CreateRevision}
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, d.fail(ctx, "list", err)
-	}
-	return out, nil
+	return d.scanList(ctx, rows, err, false, q.KeysOnly)
 }
 
 // Count implements backend.Driver in one statement.
