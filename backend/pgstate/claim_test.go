@@ -11,6 +11,7 @@ import (
 
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend"
+	"github.com/statesidecar/state/internal/pgtest"
 	"github.com/statesidecar/state/statetest"
 )
 
@@ -172,13 +173,7 @@ func TestConcurrentClaimsKeepTheCounter(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	overlap := false
-	for i := range spans {
-		for j := range i {
-			overlap = overlap || (spans[i][0].Before(spans[j][1]) && spans[j][0].Before(spans[i][1]))
-		}
-	}
-	if !overlap {
+	if !pgtest.Overlapped(spans) {
 		t.Fatal("no two claims overlapped: the race did not happen")
 	}
 	c, err := d.Get(ctx, "ns", "n/s/claimed", time.Time{})

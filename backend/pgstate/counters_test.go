@@ -86,13 +86,7 @@ func TestConcurrentAddsReadExactly(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	overlap := false
-	for i := range spans {
-		for j := range i {
-			overlap = overlap || (spans[i][0].Before(spans[j][1]) && spans[j][0].Before(spans[i][1]))
-		}
-	}
-	if !overlap {
+	if !pgtest.Overlapped(spans) {
 		t.Fatal("no two adds overlapped: the race did not happen")
 	}
 	r, err := d.Get(ctx, ns, key, time.Time{})

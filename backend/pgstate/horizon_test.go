@@ -106,31 +106,14 @@ func TestHistoryStopsAtAnEventInFlight(t *testing.T) {
 func TestWatchDeliversAnEventThatCommitsLate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
-	d := newTestDriver(t, ctx)
-	st, err := state.New(d, &state.Options{SweepInterval: -1, Namespace: "ns", WaitPollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	d, st := newWatchedStore(t, ctx)
 	// The namespace exists before the write in flight, which would
 	// otherwise hold its creation.
 	first, err := st.Set(ctx, "first", "v")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan state.Event, 8)
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for e, err := range st.Watch(wctx, state.WatchQuery{After: first.Version}) {
-			if err != nil {
-				return
-			}
-			got <- e
-		}
-	})
-	defer wg.Wait()
-	defer stop()
+	got := watch(t, ctx, st, state.WatchQuery{After: first.Version})
 	early, tx := inFlight(t, ctx, d, "ns", "early")
 	late, err := st.Set(ctx, "late", "v")
 	if err != nil {
@@ -159,26 +142,9 @@ func TestWatchDeliversAnEventThatCommitsLate(t *testing.T) {
 func TestWatchRacingWriters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
-	d := newTestDriver(t, ctx)
-	st, err := state.New(d, &state.Options{SweepInterval: -1, Namespace: "ns", WaitPollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	d, st := newWatchedStore(t, ctx)
 	const writers, each = 6, 40
-	got := make(chan int64, writers*each)
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for e, err := range st.Watch(wctx, state.WatchQuery{}) {
-			if err != nil {
-				return
-			}
-			got <- e.ID
-		}
-	})
-	defer wg.Wait()
-	defer stop()
+	got := watch(t, ctx, st, state.WatchQuery{})
 	// The writers start behind a barrier; in counts the writes in flight,
 	// so that the test knows they overlapped.
 	var ready, start sync.WaitGroup
@@ -212,7 +178,8 @@ func TestWatchRacingWriters(t *testing.T) {
 	var seen []int64
 	for len(seen) < writers*each {
 		select {
-		case id := <-got:
+		case e := <-got:
+			id := e.ID
 			if len(seen) > 0 && id <= seen[len(seen)-1] {
 				t.Fatalf("Watch yielded #%d after #%d", id, seen[len(seen)-1])
 			}
@@ -224,4 +191,42 @@ func TestWatchRacingWriters(t *testing.T) {
 	if all := ids(t, ctx, d, "ns"); !slices.Equal(all, seen) {
 		t.Fatalf("Watch yielded %v, history holds %v", seen, all)
 	}
+}
+
+// newWatchedStore is a store over a driver of its own, in namespace ns,
+// that waits by polling every 20 ms where no notification comes.
+func newWatchedStore(t *testing.T, ctx context.Context) (*Driver, *state.Store) {
+	t.Helper()
+	d := newTestDriver(t, ctx)
+	st, err := state.New(d, &state.Options{SweepInterval: -1, Namespace: "ns", WaitPollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return d, st
+}
+
+// watch follows st's history from q until the test ends and hands on
+// every event it yields.
+func watch(t *testing.T, ctx context.Context, st *state.Store, q state.WatchQuery) <-chan state.Event {
+	got := make(chan state.Event, 1024)
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for e, err := range st.Watch(wctx, q) {
+			if err != nil {
+				return
+			}
+			select {
+			case got <- e:
+			case <-wctx.Done():
+				return
+			}
+		}
+	})
+	t.Cleanup(func() {
+		stop()
+		wg.Wait()
+	})
+	return got
 }
