@@ -12,6 +12,7 @@
 //	go run ./examples/scale -url mem:// -sizes 10000,100000 -ops 500
 //	go run ./examples/scale -url sqlite:///tmp/s.db -storage     # bytes per key, run and history entry
 //	go run ./examples/scale -url mem:// -lock /tmp/bench.lock    # measure holding flock(1)'s lock, fill without
+//	go run ./examples/scale -raw                                 # the raw engines under the memory backend
 //
 // A store of size N holds 70% key-value entries (keys "user/<group>/<nn>",
 // a hundred per group), 20% workflow runs (tagged with one of 10
@@ -75,6 +76,7 @@ type options struct {
 	ops     int
 	workers int
 	storage bool
+	raw     bool
 	keep    bool
 	profile string
 	lock    string
@@ -89,6 +91,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.ops, "ops", 2000, "timed calls of each operation at each size")
 	fs.IntVar(&o.workers, "workers", 32, "concurrent writers while filling")
 	fs.BoolVar(&o.storage, "storage", false, "measure the bytes of one key, one run and one history entry instead")
+	fs.BoolVar(&o.raw, "raw", false, "time the raw engines under the memory backend (a map, a B-tree, a sorted slice) instead of a store")
 	fs.BoolVar(&o.keep, "keep", false, "keep the SQLite file, the Redis keys or the PostgreSQL schema afterwards")
 	fs.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the timed calls (not the filling) to this file")
 	fs.StringVar(&o.lock, "lock", "", "hold an exclusive flock on this file while measuring each size (not while filling), as flock(1) would")
@@ -117,6 +120,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parse(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.raw {
+		fmt.Fprintf(stdout, "scale: raw engines, %s, GOMAXPROCS=%d; %d calls per operation and size\n",
+			runtime.Version(), runtime.GOMAXPROCS(0), o.ops)
+		return runRaw(ctx, o, stdout, stderr)
 	}
 	tgt, err := openTarget(ctx, o.url, o.keep)
 	if err != nil {
@@ -167,15 +175,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // measureLocked measures one size, holding the lock of o.lock if set.
 func measureLocked(ctx context.Context, f *filler, st *state.Store, n int, o options, stderr io.Writer) ([]result, error) {
-	if o.lock == "" {
-		return measureProfiled(ctx, f, st, n, o.ops, o.profile)
+	var res []result
+	err := withLock(o.lock, stderr, func() error {
+		var err error
+		res, err = measureProfiled(ctx, f, st, n, o.ops, o.profile)
+		return err
+	})
+	return res, err
+}
+
+// withLock calls fn holding an exclusive flock on path, or without one
+// when path is empty.
+func withLock(path string, stderr io.Writer, fn func() error) error {
+	if path == "" {
+		return fn()
 	}
 	start := time.Now()
-	unlock, err := lockFile(o.lock)
+	unlock, err := lockFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("-lock: %w", err)
+		return fmt.Errorf("-lock: %w", err)
 	}
-	fmt.Fprintf(stderr, "scale: %s locked after %v\n", o.lock, time.Since(start).Round(time.Millisecond))
-	res, err := measureProfiled(ctx, f, st, n, o.ops, o.profile)
-	return res, errors.Join(err, unlock())
+	fmt.Fprintf(stderr, "scale: %s locked after %v\n", path, time.Since(start).Round(time.Millisecond))
+	return errors.Join(fn(), unlock())
 }

@@ -135,3 +135,18 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// -raw times the raw engines: a row of figures for each, and the pages they
+// read are full (a short page is an error).
+func TestRaw(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"-raw", "-sizes", "1000,2000", "-ops", "20"}, &out, io.Discard); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, op := range []string{"map: read and copy a value", "B-tree: first page (21 keys)", "B-tree: later page (21 keys)",
+		"sorted slice: first page (21 keys)", "sorted slice: later page (21 keys)"} {
+		if !strings.Contains(out.String(), "| "+op+" |") {
+			t.Errorf("no row for %q:\n%s", op, out.String())
+		}
+	}
+}

@@ -219,7 +219,11 @@ func pauseCollector(reserve int) (resume func()) {
 // measure times ops calls of every operation of st, one at a time, after a
 // few untimed ones to warm up, in rounds, with the collector paused.
 func measure(ctx context.Context, f *filler, st *state.Store, size, ops int) ([]result, error) {
-	list := f.operations(st, size, ops)
+	return timeOps(ctx, f.operations(st, size, ops), ops)
+}
+
+// timeOps times ops calls of every operation of list, as measure does.
+func timeOps(ctx context.Context, list []operation, ops int) ([]result, error) {
 	// Before preparing, so that what warming up touched is still warm. The
 	// memory store's calls allocate some 14 KB each on average.
 	defer pauseCollector(len(list) * (ops + ops/10) * 32 << 10)()
