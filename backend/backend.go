@@ -145,7 +145,8 @@ type ListQuery struct {
 	// Limit is the maximum number of records; it is always positive.
 	Limit int
 	Now   time.Time
-	// KeysOnly allows the driver to leave Value empty.
+	// KeysOnly asks for keys: the caller reads only each record's Key, and
+	// the driver may leave the other fields empty.
 	KeysOnly bool
 }
 

@@ -273,6 +273,16 @@ func driverCases() []testCase[driverEnv] {
 			is.Equal(string(recs[0].Value), "v:a%") // List returns values unless KeysOnly
 			is.Equal(recs[0].Revision > 0, true)
 		}},
+		{"KeysOnlyListingFollowsExpiryChanges", func(t *testing.T, e driverEnv) {
+			is := is.New(t)
+			e.put(t, t0, putOp("e/kept", "1", time.Second), putOp("e/lost", "1", 0))
+			e.put(t, t0, putOp("e/kept", "2", 0), putOp("e/lost", "2", time.Second)) // the first loses its expiry, the second gains one
+			later := t0.Add(2 * time.Second)
+			for _, keysOnly := range []bool{true, false} {
+				is.Equal(e.list(t, backend.ListQuery{Prefix: "e/", Now: later, KeysOnly: keysOnly}), []string{"e/kept"}) // a record that lost its expiry stays, one that gained one goes
+			}
+			is.Equal(e.count(t, later, "e/").Prefixes, []int64{1}) // Count agrees with List
+		}},
 		{"GetManyKeepsOrder", func(t *testing.T, e driverEnv) {
 			is := is.New(t)
 			e.put(t, t0, putOp("x", "1", 0), putOp("y", "2", 0))

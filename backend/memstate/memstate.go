@@ -85,7 +85,7 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 	if r == nil || !r.live(nowOr(now).UnixMilli()) {
 		return backend.Record{}, backend.ErrNotFound
 	}
-	return r.record(false), nil
+	return r.record(), nil
 }
 
 // GetMany implements backend.Driver.
@@ -106,9 +106,9 @@ func (d *Driver) getMany(q *backend.GetQuery, now time.Time) []backend.Record {
 		case r == nil:
 			out[i] = backend.Record{Key: k}
 		case r.live(nowMs):
-			out[i] = r.record(false)
+			out[i] = r.record()
 		case q.IncludeExpired:
-			out[i] = r.record(false)
+			out[i] = r.record()
 			out[i].Expired = true
 		default:
 			out[i] = backend.Record{Key: k}
@@ -124,10 +124,14 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 	}
 	defer d.mu.Unlock()
 	nowMs := nowOr(q.Now).UnixMilli()
-	var out []backend.Record
-	d.sp(q.NS).scan(q.Prefix, q.After, func(r *rec) bool {
-		if r.live(nowMs) {
-			out = append(out, r.record(q.KeysOnly))
+	out := make([]backend.Record, 0, min(q.Limit, 64))
+	d.sp(q.NS).scan(q.Prefix, q.After, func(it item) bool {
+		switch {
+		case !it.r.live(nowMs):
+		case q.KeysOnly: // the key alone, from the item, not from the record's string
+			out = append(out, backend.Record{Key: it.key})
+		default:
+			out = append(out, it.r.record())
 		}
 		return len(out) < q.Limit
 	})

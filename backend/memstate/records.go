@@ -38,13 +38,13 @@ func (r *rec) live(nowMs int64) bool { return r.exp == 0 || r.exp > nowMs }
 
 // record copies r out, so that callers never share mutable memory with the
 // store (its strings are immutable).
-func (r *rec) record(keysOnly bool) backend.Record {
+func (r *rec) record() backend.Record {
 	out := backend.Record{Key: r.key(), Writer: r.writer(), Revision: r.rev, CreateRevision: r.crev,
 		UpdatedAt: msTime(r.upd)}
 	if r.exp != 0 {
 		out.ExpiresAt = msTime(r.exp)
 	}
-	if v := r.value(); v != "" && !keysOnly {
+	if v := r.value(); v != "" {
 		out.Value = []byte(v)
 	}
 	return out
@@ -153,10 +153,10 @@ func (s *space) del(key string) {
 	}
 }
 
-// scan calls fn on the records whose keys start with prefix and sort
+// scan calls fn on the items whose keys start with prefix and sort
 // strictly after after (inclusive of prefix itself when after is below
 // it), in key order, until fn returns false.
-func (s *space) scan(prefix, after string, fn func(*rec) bool) {
+func (s *space) scan(prefix, after string, fn func(item) bool) {
 	from, skip := prefix, false
 	if after >= prefix && after != "" {
 		from, skip = after, true
@@ -168,7 +168,7 @@ func (s *space) scan(prefix, after string, fn func(*rec) bool) {
 		if !strings.HasPrefix(it.key, prefix) {
 			return false
 		}
-		return fn(it.r)
+		return fn(it)
 	})
 }
 
@@ -176,8 +176,8 @@ func (s *space) scan(prefix, after string, fn func(*rec) bool) {
 // when nowMs is 0.
 func (s *space) count(p string, nowMs int64) int64 {
 	var n int64
-	s.scan(p, "", func(r *rec) bool {
-		if nowMs == 0 || r.live(nowMs) {
+	s.scan(p, "", func(it item) bool {
+		if nowMs == 0 || it.r.live(nowMs) {
 			n++
 		}
 		return true
