@@ -22,6 +22,63 @@ import (
 // smallest shows what the machine's memory charges any engine for a larger
 // working set: the floor under the store's own ratios.
 
+// flatNode is a node of a B+tree built once from sorted keys, each node one
+// allocation holding its keys (and its children, or in a leaf the next
+// leaf) inline: what a seek costs when a level is one block of memory
+// instead of google/btree's three (the node, its items, its children).
+type flatNode struct {
+	n    int
+	keys [flatFanout]string
+	kids [flatFanout]*flatNode // nil in a leaf
+	next *flatNode             // the next leaf
+}
+
+// flatFanout is the keys a node holds; nodes are built three quarters full.
+const flatFanout = 64
+
+// buildFlat builds the B+tree of sorted keys: leaves of keys, and above
+// them nodes of each child's first key.
+func buildFlat(sorted []string) *flatNode {
+	per := flatFanout * 3 / 4
+	var level []*flatNode
+	for i := 0; i < len(sorted); i += per {
+		l := &flatNode{}
+		l.n = copy(l.keys[:], sorted[i:min(i+per, len(sorted))])
+		if len(level) > 0 {
+			level[len(level)-1].next = l
+		}
+		level = append(level, l)
+	}
+	for len(level) > 1 {
+		var up []*flatNode
+		for i := 0; i < len(level); i += per {
+			p := &flatNode{}
+			for _, c := range level[i:min(i+per, len(level))] {
+				p.keys[p.n], p.kids[p.n] = c.keys[0], c
+				p.n++
+			}
+			up = append(up, p)
+		}
+		level = up
+	}
+	return level[0]
+}
+
+// seek returns the leaf and position of the first key at or above k.
+func (t *flatNode) seek(k string) (*flatNode, int) {
+	n := t
+	for n.kids[0] != nil {
+		// the last child whose first key is at or below k
+		i, _ := slices.BinarySearch(n.keys[:n.n], k)
+		if i == n.n || n.keys[i] != k {
+			i--
+		}
+		n = n.kids[max(i, 0)]
+	}
+	i, _ := slices.BinarySearch(n.keys[:n.n], k)
+	return n, i
+}
+
 // rawItem is a B-tree entry: a key and its value.
 type rawItem struct {
 	key string
@@ -34,6 +91,7 @@ type rawEngines struct {
 	m      map[string][]byte
 	tree   *btree.BTreeG[rawItem]
 	sorted []string
+	flat   *flatNode
 }
 
 func newRawEngines() *rawEngines {
@@ -57,6 +115,7 @@ func (e *rawEngines) growTo(n int) {
 		e.sorted = append(e.sorted, k)
 	}
 	e.n = n
+	e.flat = buildFlat(e.sorted)
 }
 
 // rawPage is how many keys a listing reads: a page of 20 and one more, as
@@ -118,6 +177,27 @@ func (e *rawEngines) operations() []operation {
 		}
 		return e.check(got)
 	}
+	flatPage := func(prefix, after string) error {
+		from := max(prefix, after)
+		l, i := e.flat.seek(from)
+		var got []string
+		for l != nil && len(got) < rawPage {
+			if i == l.n {
+				l, i = l.next, 0
+				continue
+			}
+			k := l.keys[i]
+			i++
+			if k == after {
+				continue
+			}
+			if !strings.HasPrefix(k, prefix) {
+				break
+			}
+			got = append(got, k)
+		}
+		return e.check(got)
+	}
 	return []operation{
 		{name: "map: read and copy a value", prepare: keys, call: func(_ context.Context, i int, prep any) error {
 			v, ok := e.m[prep.([]string)[i]]
@@ -133,6 +213,13 @@ func (e *rawEngines) operations() []operation {
 		{name: "B-tree: later page (21 keys)", prepare: cursors, call: func(_ context.Context, i int, prep any) error {
 			a := prep.([]listAt)[i]
 			return treePage(a.prefix, a.cursor)
+		}},
+		{name: "B+tree, a node one allocation: first page (21 keys)", prepare: groups, call: func(_ context.Context, i int, prep any) error {
+			return flatPage(prep.([]string)[i], "")
+		}},
+		{name: "B+tree, a node one allocation: later page (21 keys)", prepare: cursors, call: func(_ context.Context, i int, prep any) error {
+			a := prep.([]listAt)[i]
+			return flatPage(a.prefix, a.cursor)
 		}},
 		{name: "sorted slice: first page (21 keys)", prepare: groups, call: func(_ context.Context, i int, prep any) error {
 			return slicePage(prep.([]string)[i], "")
