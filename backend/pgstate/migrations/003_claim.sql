@@ -48,12 +48,11 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_text text;
     v_p integer;
+    v_q integer;
+    v_f text[];
     v_st text;
     v_ag text;
     v_ls text;
-    v_f2 text;
-    v_f3 text;
-    v_f4 text;
     v_att bigint;
     v_fence bigint;
     v_upd text;
@@ -105,32 +104,35 @@ BEGIN
         RAISE EXCEPTION 'stored run is not in the layout package state writes';
     END IF;
     v_st := substr(v_text, 12, v_p - 12);
-    v_ag := substr(v_st, strpos(v_st, '"') + 1);
-    v_st := left(v_st, strpos(v_st, '"') - 1);
-    v_text := substr(v_text, v_p + 13);
-    v_ls := split_part(v_text, ',', 1);
-    v_f2 := split_part(v_text, ',', 2);
-    v_f3 := split_part(v_text, ',', 3);
-    v_f4 := split_part(v_text, ',', 4);
-    IF (v_ag <> '' AND left(v_ag, 12) <> ',"agent_id":') OR left(v_f2, 10) <> '"attempt":'
-       OR left(v_f3, 8) <> '"fence":' OR left(v_f4, 13) <> '"updated_at":' THEN
+    v_q := strpos(v_st, '"');
+    v_ag := substr(v_st, v_q + 1);
+    v_st := left(v_st, v_q - 1);
+    -- The numbers after status and agent, split at once: the four always
+    -- there, then the claim's expiry and TTL when present. From a prefix
+    -- long enough for six of them (what follows may be long).
+    v_f := string_to_array(substr(v_text, v_p + 13, 256), ',');
+    IF (v_ag <> '' AND left(v_ag, 12) <> ',"agent_id":')
+       OR left(v_f[2], 10) <> '"attempt":' OR left(v_f[3], 8) <> '"fence":' OR left(v_f[4], 13) <> '"updated_at":' THEN
         RAISE EXCEPTION 'stored run is not in the layout package state writes';
     END IF;
-    v_att := substr(v_f2, 11)::bigint;
-    v_fence := substr(v_f3, 9)::bigint;
-    v_upd := substr(v_f4, 14);
+    v_ls := v_f[1];
+    v_att := substr(v_f[2], 11)::bigint;
+    v_fence := substr(v_f[3], 9)::bigint;
+    v_upd := substr(v_f[4], 14);
     -- The rest: the claim's expiry and TTL when present, then every byte
     -- after them, kept as it is.
-    v_text := substr(v_text, length(v_ls) + length(v_f2) + length(v_f3) + length(v_f4) + 4);
+    v_p := v_p + 13 + length(v_ls) + length(v_f[2]) + length(v_f[3]) + length(v_f[4]) + 3;
     v_cx := 0;
-    IF left(v_text, 20) = ',"claim_expires_at":' THEN
-        v_f2 := split_part(substr(v_text, 2), ',', 1);
-        v_cx := substr(v_f2, 20)::bigint;
-        v_text := substr(v_text, length(v_f2) + 2);
+    IF substr(v_text, v_p, 20) = ',"claim_expires_at":' THEN
+        v_cx := substr(v_f[5], 20)::bigint;
+        v_p := v_p + length(v_f[5]) + 1;
+        IF substr(v_text, v_p, 16) = ',"claim_ttl_ms":' THEN
+            v_p := v_p + length(v_f[6]) + 1;
+        END IF;
+    ELSIF substr(v_text, v_p, 16) = ',"claim_ttl_ms":' THEN
+        v_p := v_p + length(v_f[5]) + 1;
     END IF;
-    IF left(v_text, 16) = ',"claim_ttl_ms":' THEN
-        v_text := substr(v_text, length(split_part(substr(v_text, 2), ',', 1)) + 2);
-    END IF;
+    v_text := substr(v_text, v_p);
     IF v_st = 'waiting' THEN
         outcome := 6;
         RETURN;
@@ -213,9 +215,26 @@ BEGIN
                 v_k1 := p_count_key;
                 v_k2 := p_child_key;
             END IF;
-            v_s1 := {{s}}.shard_of(p_ns, v_k1);
+            -- Each counter's shard: shard_of's steps, inlined (a call of
+            -- a PL/pgSQL function costs more than the loop).
+            v_q := pg_backend_pid() % 32;
+            v_n := hashtextextended({{s_lit}} || ' shard ' || p_ns || ' ' || encode(v_k1, 'hex'), 0);
+            v_s1 := v_q;
+            FOR i IN 0 .. 31 LOOP
+                IF pg_try_advisory_xact_lock(v_n # ((v_q + i) % 32)) THEN
+                    v_s1 := (v_q + i) % 32;
+                    EXIT;
+                END IF;
+            END LOOP;
             IF v_k2 IS NOT NULL THEN
-                v_s2 := {{s}}.shard_of(p_ns, v_k2);
+                v_n := hashtextextended({{s_lit}} || ' shard ' || p_ns || ' ' || encode(v_k2, 'hex'), 0);
+                v_s2 := v_q;
+                FOR i IN 0 .. 31 LOOP
+                    IF pg_try_advisory_xact_lock(v_n # ((v_q + i) % 32)) THEN
+                        v_s2 := (v_q + i) % 32;
+                        EXIT;
+                    END IF;
+                END LOOP;
             END IF;
         END IF;
         v_ag := ',"agent_id":' || p_agent_json;
