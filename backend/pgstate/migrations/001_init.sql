@@ -635,34 +635,36 @@ CREATE FUNCTION {{s}}.set(p_ns text, p_now bigint, p_nslock bigint, p_lock bigin
     OUT committed boolean, OUT rev bigint, OUT cur bigint, OUT now bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_l record;
+    v_seq regclass;
     v_live boolean;
     v_value bytea;
     v_crev bigint;
     v_listen boolean;
 BEGIN
-    SELECT pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock),
-           pg_advisory_xact_lock_shared((a.low >> 32)::integer, a.low::bit(32)::integer), a.seq
-      INTO v_l
+    -- The time is read in the first statement once it holds the locks, and
+    -- the condition checked in the second (each PL/pgSQL step, even an
+    -- assignment, is set up again in every transaction; see claim,
+    -- 003_claim.sql).
+    SELECT a.seq, coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+      INTO v_seq, now
       FROM (SELECT n.seq, coalesce(pg_sequence_last_value(n.seq), 0) + 1 AS low
-              FROM (SELECT) o LEFT JOIN {{s}}.namespaces n ON n.ns = p_ns) a;
-    now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
-    SELECT t.key IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now), t.value, t.rev, t.crev,
+              FROM (SELECT) o LEFT JOIN {{s}}.namespaces n ON n.ns = p_ns) a
+     WHERE pg_advisory_xact_lock_shared(p_nslock)::text || pg_advisory_xact_lock(p_lock)::text ||
+           pg_advisory_xact_lock_shared((a.low >> 32)::integer, a.low::bit(32)::integer)::text = '';
+    SELECT x.live, t.value, x.cur, t.crev, p_cond IS NULL OR p_cond = x.cur,
            EXISTS (SELECT FROM {{s}}.listeners l WHERE l.expires_at > clock_timestamp())
-      INTO v_live, v_value, cur, v_crev, v_listen
-      FROM (SELECT) o LEFT JOIN {{s}}.records t ON t.ns = p_ns AND t.key = p_key;
-    IF NOT v_live THEN
-        cur := 0;
-    END IF;
-    committed := p_cond IS NULL OR p_cond = cur;
-    rev := 0;
+      INTO v_live, v_value, cur, v_crev, committed, v_listen
+      FROM (SELECT) o LEFT JOIN {{s}}.records t ON t.ns = p_ns AND t.key = p_key
+      CROSS JOIN LATERAL (SELECT t.key IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now) AS live,
+                                 CASE WHEN t.key IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now)
+                                      THEN t.rev ELSE 0 END AS cur) x;
     IF NOT committed THEN
+        rev := 0;
         RETURN;
     END IF;
-    IF v_l.seq IS NOT NULL THEN
-        rev := nextval(v_l.seq);
-    END IF;
-    IF v_l.seq IS NULL OR rev < now * 1000 - 100000 THEN
+    -- The next revision (see draw).
+    rev := nextval(v_seq);
+    IF rev IS NULL OR rev < now * 1000 - 100000 THEN
         SELECT n.rev INTO rev FROM {{s}}.next_rev(p_ns, now * 1000) n;
     END IF;
     IF v_listen THEN
