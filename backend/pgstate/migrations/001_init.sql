@@ -635,36 +635,34 @@ CREATE FUNCTION {{s}}.set(p_ns text, p_now bigint, p_nslock bigint, p_lock bigin
     OUT committed boolean, OUT rev bigint, OUT cur bigint, OUT now bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_seq regclass;
+    v_l record;
     v_live boolean;
     v_value bytea;
     v_crev bigint;
     v_listen boolean;
 BEGIN
-    -- The time is read in the first statement once it holds the locks, and
-    -- the condition checked in the second (each PL/pgSQL step, even an
-    -- assignment, is set up again in every transaction; see claim,
-    -- 003_claim.sql).
-    SELECT a.seq, coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
-      INTO v_seq, now
+    SELECT pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock),
+           pg_advisory_xact_lock_shared((a.low >> 32)::integer, a.low::bit(32)::integer), a.seq
+      INTO v_l
       FROM (SELECT n.seq, coalesce(pg_sequence_last_value(n.seq), 0) + 1 AS low
-              FROM (SELECT) o LEFT JOIN {{s}}.namespaces n ON n.ns = p_ns) a
-     WHERE pg_advisory_xact_lock_shared(p_nslock)::text || pg_advisory_xact_lock(p_lock)::text ||
-           pg_advisory_xact_lock_shared((a.low >> 32)::integer, a.low::bit(32)::integer)::text = '';
-    SELECT x.live, t.value, x.cur, t.crev, p_cond IS NULL OR p_cond = x.cur,
+              FROM (SELECT) o LEFT JOIN {{s}}.namespaces n ON n.ns = p_ns) a;
+    now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    SELECT t.key IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now), t.value, t.rev, t.crev,
            EXISTS (SELECT FROM {{s}}.listeners l WHERE l.expires_at > clock_timestamp())
-      INTO v_live, v_value, cur, v_crev, committed, v_listen
-      FROM (SELECT) o LEFT JOIN {{s}}.records t ON t.ns = p_ns AND t.key = p_key
-      CROSS JOIN LATERAL (SELECT t.key IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now) AS live,
-                                 CASE WHEN t.key IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now)
-                                      THEN t.rev ELSE 0 END AS cur) x;
+      INTO v_live, v_value, cur, v_crev, v_listen
+      FROM (SELECT) o LEFT JOIN {{s}}.records t ON t.ns = p_ns AND t.key = p_key;
+    IF NOT v_live THEN
+        cur := 0;
+    END IF;
+    committed := p_cond IS NULL OR p_cond = cur;
+    rev := 0;
     IF NOT committed THEN
-        rev := 0;
         RETURN;
     END IF;
-    -- The next revision (see draw).
-    rev := nextval(v_seq);
-    IF rev IS NULL OR rev < now * 1000 - 100000 THEN
+    IF v_l.seq IS NOT NULL THEN
+        rev := nextval(v_l.seq);
+    END IF;
+    IF v_l.seq IS NULL OR rev < now * 1000 - 100000 THEN
         SELECT n.rev INTO rev FROM {{s}}.next_rev(p_ns, now * 1000) n;
     END IF;
     IF v_listen THEN
@@ -731,33 +729,33 @@ CREATE FUNCTION {{s}}.lease(p_ns text, p_now bigint, p_nslock bigint, p_lock big
     OUT rev bigint, OUT crev bigint, OUT updated_at bigint, OUT expires_at bigint, OUT value bytea)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_seq regclass;
+    v_l record;
     v_listen boolean;
     v_live boolean;
     v_mine boolean;
-    v_other boolean;
     v_rev bigint;
+    v_op text;
+    v_prev bytea;
+    v_value bytea;
+    v_fence bigint;
+    v_exp bigint;
 BEGIN
     -- As set does: the locks and the announcement (see draw) in one
-    -- statement, which also reads the time once it holds them, then the
-    -- record and whether anyone listens (see changed) in one with a
-    -- snapshot taken after them, then the writes in one, which also gives
-    -- the outputs. (Each PL/pgSQL step, even an assignment, is set up
-    -- again in every transaction: values are computed in the statements
-    -- where they can be, as claim does, 003_claim.sql.)
-    SELECT a.seq, coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
-      INTO v_seq, now
+    -- statement, then the record and whether anyone listens (see changed)
+    -- in one with a snapshot taken after them, then the writes in one.
+    SELECT pg_advisory_xact_lock_shared(p_nslock), pg_advisory_xact_lock(p_lock),
+           pg_advisory_xact_lock_shared((a.low >> 32)::integer, a.low::bit(32)::integer), a.seq
+      INTO v_l
       FROM (SELECT n.seq, coalesce(pg_sequence_last_value(n.seq), 0) + 1 AS low
-              FROM (SELECT) o LEFT JOIN {{s}}.namespaces n ON n.ns = p_ns) a
-     WHERE pg_advisory_xact_lock_shared(p_nslock)::text || pg_advisory_xact_lock(p_lock)::text ||
-           pg_advisory_xact_lock_shared((a.low >> 32)::integer, a.low::bit(32)::integer)::text = '';
+              FROM (SELECT) o LEFT JOIN {{s}}.namespaces n ON n.ns = p_ns) a;
+    now := coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+    takeover := false;
     SELECT t.key IS NOT NULL, t.writer, t.rev, t.crev, t.updated_at, t.expires_at, t.value,
-           EXISTS (SELECT FROM {{s}}.listeners l WHERE l.expires_at > clock_timestamp()), false,
-           t.key IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now),
-           t.key IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now) AND t.writer = p_holder,
-           t.key IS NOT NULL AND t.writer <> p_holder
-      INTO present, writer, rev, crev, updated_at, expires_at, value, v_listen, takeover, v_live, v_mine, v_other
+           EXISTS (SELECT FROM {{s}}.listeners l WHERE l.expires_at > clock_timestamp())
+      INTO present, writer, rev, crev, updated_at, expires_at, value, v_listen
       FROM (SELECT) o LEFT JOIN {{s}}.records t ON t.ns = p_ns AND t.key = p_key;
+    v_live := present AND (expires_at IS NULL OR expires_at > now);
+    v_mine := v_live AND writer = p_holder;
     -- Release and renew need the caller's live lease; acquire a free one.
     IF NOT v_mine AND (p_action <> 1 OR v_live) THEN
         ok := false;
@@ -767,47 +765,60 @@ BEGIN
         END IF;
         RETURN;
     END IF;
+    ok := true;
     -- The next revision (see draw).
-    v_rev := nextval(v_seq);
-    IF v_rev IS NULL OR v_rev < now * 1000 - 100000 THEN
+    IF v_l.seq IS NOT NULL THEN
+        v_rev := nextval(v_l.seq);
+    END IF;
+    IF v_l.seq IS NULL OR v_rev < now * 1000 - 100000 THEN
         SELECT n.rev INTO v_rev FROM {{s}}.next_rev(p_ns, now * 1000) n;
     END IF;
     IF v_listen THEN
         PERFORM pg_notify({{chan_lit}}, CASE WHEN octet_length(p_ns) < 7900 THEN p_ns ELSE '' END);
     END IF;
-    -- The event's previous value: the lease as it was, live or taken over.
+    IF v_live OR (present AND writer <> p_holder) THEN -- the lease as it was, live or taken over
+        v_prev := convert_to('{"holder":' || {{s}}.go_json(writer) || ',"fence":' || crev ||
+            ',"expires_at":' || coalesce(expires_at, 0) || '}', 'UTF8');
+    END IF;
     IF p_action = 3 THEN
         -- The outputs stay the lease as it was.
         WITH e AS (
             INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
-            VALUES (p_ns, v_rev, v_rev, p_resource, 'lease.release', NULL,
-                    convert_to('{"holder":' || {{s}}.go_json(writer) || ',"fence":' || crev ||
-                        ',"expires_at":' || coalesce(expires_at, 0) || '}', 'UTF8'), p_holder, now))
+            VALUES (p_ns, v_rev, v_rev, p_resource, 'lease.release', NULL, v_prev, p_holder, now))
         DELETE FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = p_key;
-        ok := true;
         RETURN;
     END IF;
-    -- The holder's lease keeps its fence (crev); a new tenure's event
-    -- leaves it 0 and its record's is the revision.
+    v_op := 'lease.acquire';
+    IF v_mine THEN
+        IF p_action = 2 THEN
+            v_op := 'lease.renew';
+        END IF;
+        v_fence := crev;
+    ELSE
+        IF present AND writer <> p_holder THEN
+            v_op := 'lease.takeover';
+            takeover := true;
+        END IF;
+        v_fence := 0;
+        crev := v_rev;
+    END IF;
+    v_exp := now + p_ttl;
+    v_value := convert_to('{"holder":' || {{s}}.go_json(p_holder) || ',"fence":' || v_fence ||
+        ',"expires_at":' || v_exp || '}', 'UTF8');
     WITH e AS (
         INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
-        VALUES (p_ns, v_rev, v_rev, p_resource,
-                CASE WHEN v_mine THEN CASE WHEN p_action = 2 THEN 'lease.renew' ELSE 'lease.acquire' END
-                     WHEN v_other THEN 'lease.takeover' ELSE 'lease.acquire' END,
-                convert_to('{"holder":' || {{s}}.go_json(p_holder) || ',"fence":' ||
-                    CASE WHEN v_mine THEN crev ELSE 0 END || ',"expires_at":' || (now + p_ttl) || '}', 'UTF8'),
-                CASE WHEN v_live OR v_other THEN
-                    convert_to('{"holder":' || {{s}}.go_json(writer) || ',"fence":' || crev ||
-                        ',"expires_at":' || coalesce(expires_at, 0) || '}', 'UTF8') END,
-                p_holder, now))
+        VALUES (p_ns, v_rev, v_rev, p_resource, v_op, v_value, v_prev, p_holder, now))
     INSERT INTO {{s}}.records AS t (ns, key, value, writer, rev, crev, updated_at, expires_at)
-    VALUES (p_ns, p_key, p_value, p_holder, v_rev, CASE WHEN v_mine THEN crev ELSE v_rev END, now, now + p_ttl)
+    VALUES (p_ns, p_key, p_value, p_holder, v_rev, crev, now, v_exp)
     ON CONFLICT (ns, key) DO UPDATE SET
         value = excluded.value, writer = excluded.writer, rev = excluded.rev, crev = excluded.crev,
-        updated_at = excluded.updated_at, expires_at = excluded.expires_at
-    RETURNING true, NOT v_mine AND v_other, true, t.writer, t.rev, t.crev, t.updated_at,
-              t.expires_at, t.value
-         INTO ok, takeover, present, writer, rev, crev, updated_at, expires_at, value;
+        updated_at = excluded.updated_at, expires_at = excluded.expires_at;
+    present := true;
+    writer := p_holder;
+    rev := v_rev;
+    updated_at := now;
+    expires_at := v_exp;
+    value := p_value;
 END
 $$;
 
