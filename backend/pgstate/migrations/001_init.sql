@@ -188,7 +188,7 @@ LANGUAGE sql STABLE AS $$
            greatest(r.rev, c.rev), r.crev,
            CASE WHEN c.rev > r.rev THEN c.upd ELSE r.updated_at END, r.expires_at
       FROM unnest(p_keys) WITH ORDINALITY AS k(key, i)
-      LEFT JOIN {{s}}.records r ON r.ns = p_ns AND r.key = k.key
+      LEFT JOIN LATERAL (SELECT t.* FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = k.key LIMIT 1) r ON true
       LEFT JOIN LATERAL (
           SELECT sum(x.delta)::bigint AS d, max(x.rev) AS rev,
                  (array_agg(x.writer ORDER BY x.rev DESC))[1] AS writer,
@@ -509,15 +509,27 @@ BEGIN
             writer = CASE WHEN a.rev > r.rev THEN a.writer ELSE r.writer END,
             updated_at = CASE WHEN a.rev > r.rev THEN a.upd ELSE r.updated_at END,
             rev = greatest(r.rev, a.rev)
-          FROM a WHERE r.ns = p_ns AND r.key = a.key;
+          FROM a CROSS JOIN LATERAL (
+              SELECT t.ctid FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = a.key LIMIT 1) b
+         WHERE r.ctid = b.ctid;
     END IF;
     committed := false;
     rev := 0;
     IF cardinality(p_cond_keys) > 0 THEN
+        -- Every read of records by a list of keys finds each key in a
+        -- subquery of its own (LATERAL, LIMIT 1: never merged into a
+        -- join), so that any plan reads each by its key; a write deletes
+        -- or updates the rows so found, by ctid (under the keys' locks no
+        -- other writer moves them). Joined to the keys directly, a generic
+        -- plan made while the namespace was small (PL/pgSQL and pgx keep
+        -- them per connection, and without an ANALYZE nothing replaces
+        -- them) read the whole namespace by ns, at a cost growing with it
+        -- (TestWritesReadByKeyWithoutStatistics).
         SELECT c.i - 1, coalesce(r.rev, 0) INTO failed, cur
           FROM unnest(p_cond_keys, p_cond_revs) WITH ORDINALITY AS c(key, want, i)
-          LEFT JOIN {{s}}.records r
-            ON r.ns = p_ns AND r.key = c.key AND (r.expires_at IS NULL OR r.expires_at > now)
+          LEFT JOIN LATERAL (
+              SELECT t.rev FROM {{s}}.records t
+               WHERE t.ns = p_ns AND t.key = c.key AND (t.expires_at IS NULL OR t.expires_at > now) LIMIT 1) r ON true
          WHERE coalesce(r.rev, 0) <> c.want
          ORDER BY c.i
          LIMIT 1;
@@ -548,8 +560,9 @@ BEGIN
     IF p_distinct THEN
         IF 2 = ANY (p_op_kinds) THEN
             DELETE FROM {{s}}.records r
-             USING unnest(p_op_kinds, p_op_keys) AS o(kind, key)
-             WHERE o.kind = 2 AND r.ns = p_ns AND r.key = o.key;
+             USING unnest(p_op_kinds, p_op_keys) AS o(kind, key) CROSS JOIN LATERAL (
+                   SELECT t.ctid FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = o.key LIMIT 1) b
+             WHERE o.kind = 2 AND r.ctid = b.ctid;
         END IF;
         IF 1 = ANY (p_op_kinds) THEN
             INSERT INTO {{s}}.records AS r (ns, key, value, writer, rev, crev, updated_at, expires_at)
@@ -710,7 +723,7 @@ BEGIN
     RETURN QUERY
     SELECT k.key, r.value, r.writer, r.rev, r.crev, r.updated_at, r.expires_at, v_now
       FROM unnest(p_keys) WITH ORDINALITY AS k(key, i)
-      LEFT JOIN {{s}}.records r ON r.ns = p_ns AND r.key = k.key
+      LEFT JOIN LATERAL (SELECT t.* FROM {{s}}.records t WHERE t.ns = p_ns AND t.key = k.key LIMIT 1) r ON true
      ORDER BY k.i;
 END
 $$;
