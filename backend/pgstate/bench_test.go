@@ -13,7 +13,10 @@ import (
 )
 
 // BenchmarkVsRaw measures the store's fast operations against raw pgx on
-// the same server and pool, at 1 and 32 goroutines:
+// the same server and pool, at 1 and 32 goroutines, over a pool of pgxpool's
+// default size (max(4, GOMAXPROCS) connections, what a store opened from a
+// URL without pool_max_conns gets) and over one of 32 connections, one per
+// goroutine:
 //
 //	STATE_TEST_POSTGRES_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //	  go test -run '^$' -bench VsRaw -benchtime 2000x ./backend/pgstate/
@@ -32,34 +35,42 @@ import (
 // trip that writes the run, the counter of claimed runs and an event.
 func BenchmarkVsRaw(b *testing.B) {
 	u := pgtest.URL(b)
-	for _, g := range []int{1, 32} {
-		for _, bm := range []struct{ name, raw string }{
-			{"Get", "select"},
-			{"Set", "upsert"},
-			{"Acquire", "upsert-new"},
-			{"Claim", "upsert"},
-		} {
-			b.Run(bm.name+"/goroutines="+strconv.Itoa(g), func(b *testing.B) {
-				e := newBenchEnv(b, u)
-				store := benchvs.StoreOp(b, e.st, bm.name)
-				benchvs.VsRaw(b, g, e.rawOp(b, bm.raw), store)
-			})
+	for _, pool := range []struct {
+		name   string
+		params []string
+	}{
+		{"default", nil},
+		{"32", []string{"pool_max_conns=32", "pool_min_conns=32"}},
+	} {
+		for _, g := range []int{1, 32} {
+			for _, bm := range []struct{ name, raw string }{
+				{"Get", "select"},
+				{"Set", "upsert"},
+				{"Acquire", "upsert-new"},
+				{"Claim", "upsert"},
+			} {
+				b.Run(bm.name+"/goroutines="+strconv.Itoa(g)+"/pool="+pool.name, func(b *testing.B) {
+					e := newBenchEnv(b, u, pool.params...)
+					store := benchvs.StoreOp(b, e.st, bm.name)
+					benchvs.VsRaw(b, g, e.rawOp(b, bm.raw), store)
+				})
+			}
 		}
 	}
 }
 
-// benchEnv is a store over a pool of its own, large enough for 32
-// goroutines, in a schema of its own dropped afterwards; the raw baselines
-// use the same pool, in tables of that schema.
+// benchEnv is a store over a pool of its own (with the URL parameters
+// given), in a schema of its own dropped afterwards; the raw baselines use
+// the same pool, in tables of that schema.
 type benchEnv struct {
 	d  *pgstate.Driver
 	st *state.Store
 }
 
-func newBenchEnv(b *testing.B, u string) *benchEnv {
+func newBenchEnv(b *testing.B, u string, params ...string) *benchEnv {
 	b.Helper()
 	schema := pgtest.Schema(b, u)
-	d, err := pgstate.Open(ctx, pgtest.WithParams(b, u, "pool_max_conns=32", "pool_min_conns=32"), &pgstate.Options{Schema: schema})
+	d, err := pgstate.Open(ctx, pgtest.WithParams(b, u, params...), &pgstate.Options{Schema: schema})
 	if err != nil {
 		b.Fatal(err)
 	}
