@@ -58,6 +58,15 @@ func TestWritesReadByKeyWithoutStatistics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	probe, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = probe.Exec(ctx, `LOAD 'auto_explain'`)
+	_ = probe.Close(ctx)
+	if err != nil {
+		t.Skipf("auto_explain cannot be loaded here (it needs a superuser and PostgreSQL's contrib modules): %v", err)
+	}
 	p := &plans{}
 	cfg.ConnConfig.OnNotice = p.notice
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
