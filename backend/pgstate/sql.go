@@ -34,7 +34,7 @@ func newQueries(schema string) queries {
 	q.getMany = `SELECT k.key, r.value, r.writer, r.rev, r.crev, r.updated_at, r.expires_at, t.now
 		FROM (SELECT coalesce($3::bigint, ` + clockMs + `) AS now) AS t
 		CROSS JOIN unnest($2::bytea[]) WITH ORDINALITY AS k(key, i)
-		LEFT JOIN LATERAL (SELECT t.* FROM ` + s + `.records t WHERE t.ns = $1::text AND t.key = k.key LIMIT 1) r ON true
+		LEFT JOIN LATERAL (SELECT x.* FROM ` + s + `.records x WHERE x.ns = $1::text AND x.key = k.key LIMIT 1) r ON true
 		ORDER BY k.i`
 	q.serverTime = `SELECT ` + clockMs
 	// Listing has one lower bound, the greater of the prefix and the cursor
