@@ -61,24 +61,31 @@ func Prefix() string {
 	return "st-test-" + hex.EncodeToString(b[:])
 }
 
-// purgeNS deletes every key of one namespace of package redisstate, found
-// through the namespace's own structure (lua/base.lua): the records listed
-// in its index, the per-key lists of event ids named by its events, and its
-// indexes, counters and event log.
+// purgeNS deletes up to 500 records, or then up to 500 events' per-key
+// lists, of one namespace of package redisstate, found through the
+// namespace's own structure (lua/base.lua): the records listed in its
+// index, the per-key lists of event ids named by its events. When both are
+// gone it deletes its indexes, counters and event log and returns 0;
+// otherwise 1, to be called again. In steps, so that no call runs long
+// enough to block the server or pass the client's read timeout, however
+// big the namespace (a million records took a single script longer than
+// that).
 var purgeNS = redis.NewScript(`
 local B = KEYS[1]
-while true do
-  local ks = redis.call('ZRANGE', B .. ':idx', '0', '499')
-  if #ks == 0 then break end
+local ks = redis.call('ZRANGE', B .. ':idx', '0', '499')
+if #ks > 0 then
   for _, k in ipairs(ks) do redis.call('DEL', B .. ':r:' .. k) end
   redis.call('ZREM', B .. ':idx', unpack(ks))
+  return 1
 end
-local n = redis.call('LLEN', B .. ':ev')
-for i = 0, n - 1, 500 do
-  for _, e in ipairs(redis.call('LRANGE', B .. ':ev', string.format('%d', i), string.format('%d', i + 499))) do
+local es = redis.call('LRANGE', B .. ':ev', '0', '499')
+if #es > 0 then
+  for _, e in ipairs(es) do
     local _, _, kl = struct.unpack('<i8i8i4i4i4i4i4', e)
     redis.call('DEL', B .. ':h:' .. string.sub(e, 37, 36 + kl))
   end
+  redis.call('LTRIM', B .. ':ev', #es, -1)
+  return 1
 end
 redis.call('DEL', B .. ':exp', B .. ':rev', B .. ':ev', B .. ':off')
 return 0
@@ -96,8 +103,12 @@ func Purge(ctx context.Context, rdb redis.UniversalClient, prefix string) error 
 		return err
 	}
 	for _, ns := range nss {
-		if err := purgeNS.Run(ctx, rdb, []string{"{" + prefix + ":" + ns + "}"}).Err(); err != nil {
-			return fmt.Errorf("redistest: purging namespace %s of %s: %w", ns, prefix, err)
+		for more := true; more; {
+			n, err := purgeNS.Run(ctx, rdb, []string{"{" + prefix + ":" + ns + "}"}).Int()
+			if err != nil {
+				return fmt.Errorf("redistest: purging namespace %s of %s: %w", ns, prefix, err)
+			}
+			more = n == 1
 		}
 	}
 	return rdb.Del(ctx, registry).Err()
