@@ -37,20 +37,8 @@ type operation struct {
 // every size.
 func (f *filler) operations(st *state.Store, size, ops int) []operation {
 	rng := rand.New(rand.NewPCG(uint64(size), 42))
-	keys := func(_ context.Context, n int) (any, error) {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = keyName(rng.IntN(f.keys))
-		}
-		return out, nil
-	}
-	groups := func(_ context.Context, n int) (any, error) {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = groupPrefix(rng.IntN(f.keys / 100))
-		}
-		return out, nil
-	}
+	keys := drawNames(rng, f.keys, keyName)
+	groups := drawNames(rng, f.keys/100, groupPrefix)
 	page := func(ctx context.Context, p state.RunPage, err error) error {
 		if err == nil && len(p.Runs) == 0 {
 			return fmt.Errorf("discovery found no run")
@@ -263,4 +251,16 @@ func timeOps(ctx context.Context, list []operation, ops int) ([]result, error) {
 		out[i] = result{op: op.name, p50: t[len(t)/2], p99: t[len(t)*99/100]}
 	}
 	return out, nil
+}
+
+// drawNames returns an input maker for timed calls: n names, each name(i)
+// of an i drawn uniformly below limit with rng.
+func drawNames(rng *rand.Rand, limit int, name func(int) string) func(context.Context, int) (any, error) {
+	return func(_ context.Context, n int) (any, error) {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = name(rng.IntN(limit))
+		}
+		return out, nil
+	}
 }

@@ -301,20 +301,8 @@ var rawSink int
 // operations returns the timed operations on the engines at their size.
 func (e *rawEngines) operations() []operation {
 	rng := rand.New(rand.NewPCG(uint64(e.n), 42))
-	keys := func(_ context.Context, n int) (any, error) {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = rawKey(rng.IntN(e.n))
-		}
-		return out, nil
-	}
-	groups := func(_ context.Context, n int) (any, error) {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = "k/" + groupPrefix(rng.IntN(e.n/100))
-		}
-		return out, nil
-	}
+	keys := drawNames(rng, e.n, rawKey)
+	groups := drawNames(rng, e.n/100, func(g int) string { return "k/" + groupPrefix(g) })
 	// cursors are a group's 60th key, where the harness's later page starts.
 	cursors := func(_ context.Context, n int) (any, error) {
 		out := make([]listAt, n)
