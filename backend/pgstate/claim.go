@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/statesidecar/state/backend"
 	"github.com/statesidecar/state/internal/layout"
 )
@@ -21,7 +22,8 @@ var countClaimed = layout.StatusCount(layout.Claimed)
 // migrations/003_claim.sql), which reads the run (holding its claim),
 // decides as state.Store.ClaimRun does, and writes the run, the counter of
 // claimed runs when the status changes and the history event. A heartbeat
-// (the holder claiming again) is the same one call.
+// (the holder claiming again) is the same one call. Claims made at the same
+// moment share a round trip and a transaction (see batcher).
 func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.ClaimResult, error) {
 	err := d.enter(ctx)
 	if err != nil {
@@ -35,41 +37,82 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 	// The run's lock first, and the counter's only when the counter is
 	// written: the order of Update, whose checkpoints and releases lock the
 	// run to read it and the counters when they commit.
-	runLock, countLock := d.lockKey(q.NS, key), d.lockKey(q.NS, countClaimed)
-	var res backend.ClaimResult
-	var outcome int32
-	var nowMs int64
-	var rec recordRow
-	// A child's fresh claim also counts on its parent: the first call names
-	// the parent (needParent) and the second brings its counter and lock.
-	var parent *string
-	var childKey []byte
-	var childLock int64
-	for {
-		err = d.pool.QueryRow(ctx, d.q.claim, q.NS, nowArg(q.Now), d.nsLock(q.NS), runLock, countLock, []byte(key),
-			[]byte(q.RunID), q.AgentID, string(agent), ttlMs(q.TTL), []byte(countClaimed), childLock, childKey, parent).
-			Scan(&outcome, &nowMs, &res.Reclaimed, &rec.value, &rec.writer, &rec.rev, &rec.crev, &rec.upd, &rec.exp)
-		if err == nil && outcome == needParent && rec.writer != nil {
-			parent, childKey = rec.writer, []byte(layout.ChildCount(*rec.writer, layout.Claimed))
-			childLock = d.lockKey(q.NS, string(childKey))
-			continue
-		}
-		// A commit that locks the counter before the run (in sorted order)
-		// may meet a claim that locked the run first: the database breaks
-		// the wait by failing one side, which starts again.
-		if !deadlocked(ctx, err) {
-			break
-		}
-	}
+	c := &claimCall{ns: q.NS, now: nowArg(q.Now), runLock: d.lockKey(q.NS, key), key: []byte(key),
+		id: []byte(q.RunID), agent: q.AgentID, agentJSON: string(agent), ttl: ttlMs(q.TTL)}
+	out, err := d.claims.do(ctx, q.NS, c.runLock, c)
 	if err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
-	res.Outcome, res.Now = backend.ClaimOutcome(outcome), timeOf(q.Now, nowMs)
+	res := backend.ClaimResult{Outcome: backend.ClaimOutcome(out.outcome), Reclaimed: out.reclaimed, Now: timeOf(q.Now, out.nowMs)}
 	if res.Outcome < backend.ClaimNotFound || res.Outcome > backend.ClaimWaiting {
-		return backend.ClaimResult{}, fmt.Errorf("pgstate: claim: unknown outcome %d", outcome)
+		return backend.ClaimResult{}, fmt.Errorf("pgstate: claim: unknown outcome %d", out.outcome)
 	}
 	if res.Outcome != backend.ClaimNotFound {
-		res.Run = rec.record(key)
+		res.Run = out.rec.record(key)
 	}
 	return res, nil
+}
+
+// claimCall is the arguments of one call of the claim function.
+type claimCall struct {
+	ns               string
+	now              any
+	runLock          int64
+	key, id          []byte
+	agent, agentJSON string
+	ttl              int64
+	// A child's fresh claim also counts on its parent: the first call
+	// names the parent (needParent) and the second brings its counter and
+	// lock.
+	parent    *string
+	childKey  []byte
+	childLock int64
+}
+
+// claimOut is the claim function's answer.
+type claimOut struct {
+	outcome   int32
+	nowMs     int64
+	reclaimed bool
+	rec       recordRow
+}
+
+// claimKind sends claims (batchKind).
+type claimKind struct{ d *Driver }
+
+func (k claimKind) args(c *claimCall) []any {
+	d := k.d
+	return []any{c.ns, c.now, d.nsLock(c.ns), c.runLock, d.lockKey(c.ns, countClaimed), c.key, c.id, c.agent,
+		c.agentJSON, c.ttl, []byte(countClaimed), c.childLock, c.childKey, c.parent}
+}
+
+func (k claimKind) queue(b *pgx.Batch, c *claimCall) { b.Queue(k.d.q.claim, k.args(c)...) }
+
+// scan reads a claim's answer. When the run is a child whose parent must
+// count the claim too (needParent), it sets c up for the second call and
+// asks for it.
+func (k claimKind) scan(row pgx.Row, c *claimCall) (*claimOut, bool, error) {
+	var o claimOut
+	if err := row.Scan(&o.outcome, &o.nowMs, &o.reclaimed, &o.rec.value, &o.rec.writer, &o.rec.rev,
+		&o.rec.crev, &o.rec.upd, &o.rec.exp); err != nil {
+		return nil, false, err
+	}
+	if o.outcome != needParent || o.rec.writer == nil {
+		return &o, false, nil
+	}
+	c.parent, c.childKey = o.rec.writer, []byte(layout.ChildCount(*o.rec.writer, layout.Claimed))
+	c.childLock = k.d.lockKey(c.ns, string(c.childKey))
+	return &o, true, nil
+}
+
+func (k claimKind) single(ctx context.Context, qr querier, c *claimCall) (*claimOut, error) {
+	for {
+		o, again, err := k.scan(qr.QueryRow(ctx, k.d.q.claim, k.args(c)...), c)
+		// A commit that locks the counter before the run (in sorted order)
+		// may meet a claim that locked the run first: the database breaks
+		// the wait by failing one side, which starts again.
+		if !again && !deadlocked(ctx, err) {
+			return o, err
+		}
+	}
 }

@@ -56,7 +56,9 @@ func isSet(txn *backend.Txn) bool {
 		e.Writer == op.Writer && bytes.Equal(e.Value, op.Value) && (len(txn.If) == 0 || txn.If[0].Key == op.Key)
 }
 
-// set commits a txn for which isSet holds with the set function.
+// set commits a txn for which isSet holds with the set function. Sets
+// made at the same moment share a round trip and a transaction (see
+// batcher).
 func (d *Driver) set(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
 	op, e := &txn.Then[0], &txn.Events[0]
 	var cond any
@@ -71,21 +73,30 @@ func (d *Driver) set(ctx context.Context, txn *backend.Txn) (backend.Result, err
 	if val == nil {
 		val = []byte{}
 	}
-	res := backend.Result{Failed: -1}
-	var nowMs int64
-	err := d.pool.QueryRow(ctx, d.q.set, txn.NS, nowArg(txn.Now), d.nsLock(txn.NS), d.lockKey(txn.NS, op.Key),
-		[]byte(op.Key), val, op.Writer, ttlMs(op.TTL), at, cond, []byte(e.Key), e.Op).
-		Scan(&res.Committed, &res.Revision, &res.Current, &nowMs)
+	lock := d.lockKey(txn.NS, op.Key)
+	out, err := d.sets.do(ctx, txn.NS, lock, []any{txn.NS, nowArg(txn.Now), d.nsLock(txn.NS), lock,
+		[]byte(op.Key), val, op.Writer, ttlMs(op.TTL), at, cond, []byte(e.Key), e.Op})
 	if err != nil {
 		return backend.Result{}, d.fail(ctx, "commit", err)
 	}
+	res := backend.Result{Committed: out.committed, Revision: out.rev, Failed: -1, Now: timeOf(txn.Now, out.nowMs)}
 	if !res.Committed {
-		res.Failed = 0
-	} else {
-		res.Current = 0
+		res.Failed, res.Current = 0, out.cur
 	}
-	res.Now = timeOf(txn.Now, nowMs)
 	return res, nil
+}
+
+// setOut is the set function's answer.
+type setOut struct {
+	committed       bool
+	rev, cur, nowMs int64
+}
+
+// readSet reads the set function's answer.
+func readSet(row pgx.Row) (setOut, error) {
+	var o setOut
+	err := row.Scan(&o.committed, &o.rev, &o.cur, &o.nowMs)
+	return o, err
 }
 
 func scanCommit(row pgx.Row, given time.Time) (backend.Result, error) {

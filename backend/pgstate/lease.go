@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/statesidecar/state/backend"
 	"github.com/statesidecar/state/internal/layout"
 )
@@ -12,7 +14,8 @@ import (
 // Lease implements backend.Leaser: one call of the lease function (see
 // migrations/001_init.sql), which reads the lease, decides as
 // state.Store.TryAcquire, Renew and Release do, and writes the lease and its
-// history event.
+// history event. Lease calls made at the same moment share a round trip
+// and a transaction (see batcher).
 func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.LeaseResult, error) {
 	err := d.enter(ctx)
 	if err != nil {
@@ -24,18 +27,30 @@ func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.Leas
 	key := layout.Lease(q.Resource)
 	// The record's value is the TTL, as package state writes it (leaseValue).
 	value := []byte(`{"ttl_ms":` + strconv.FormatInt(q.TTL.Milliseconds(), 10) + `}`)
-	row := d.pool.QueryRow(ctx, d.q.lease, q.NS, nowArg(q.Now), d.nsLock(q.NS), d.lockKey(q.NS, key),
-		int32(q.Action), []byte(q.Resource), q.Holder, ttlMs(q.TTL), []byte(key), value)
-	var res backend.LeaseResult
-	var nowMs int64
-	var present bool
-	var rec recordRow
-	if err := row.Scan(&res.OK, &nowMs, &res.Takeover, &present, &rec.writer, &rec.rev, &rec.crev, &rec.upd, &rec.exp, &rec.value); err != nil {
+	lock := d.lockKey(q.NS, key)
+	out, err := d.leases.do(ctx, q.NS, lock, []any{q.NS, nowArg(q.Now), d.nsLock(q.NS), lock,
+		int32(q.Action), []byte(q.Resource), q.Holder, ttlMs(q.TTL), []byte(key), value})
+	if err != nil {
 		return backend.LeaseResult{}, d.fail(ctx, "lease", err)
 	}
-	res.Now = timeOf(q.Now, nowMs)
-	if present {
-		res.Lease = rec.record(key)
+	res := backend.LeaseResult{OK: out.ok, Takeover: out.takeover, Now: timeOf(q.Now, out.nowMs)}
+	if out.present {
+		res.Lease = out.rec.record(key)
 	}
 	return res, nil
+}
+
+// leaseOut is the lease function's answer.
+type leaseOut struct {
+	ok, takeover, present bool
+	nowMs                 int64
+	rec                   recordRow
+}
+
+// readLease reads the lease function's answer.
+func readLease(row pgx.Row) (leaseOut, error) {
+	var o leaseOut
+	err := row.Scan(&o.ok, &o.nowMs, &o.takeover, &o.present, &o.rec.writer, &o.rec.rev, &o.rec.crev, &o.rec.upd,
+		&o.rec.exp, &o.rec.value)
+	return o, err
 }

@@ -144,6 +144,18 @@ type Options struct {
 	// notifications do not arrive and falls back to polling; Listen only
 	// spares it the two seconds it takes to find out.
 	Listen string
+	// Writers is how many sets, lease calls and claims (each kind
+	// counted apart) the driver sends at once. A call made while that many
+	// of its kind are in flight waits for one of them to return, and the
+	// calls that waited go together then, up to MaxBatch in one round trip
+	// and one transaction (see Driver). Defaults to half the pool's
+	// maximum size (pool_max_conns), at least 1, so that a burst of one
+	// kind leaves connections to reads and other writes.
+	Writers int
+	// MaxBatch is the most calls of one kind that the driver sends
+	// together (see Writers). 1 sends every call alone, as soon as a
+	// connection is free. Defaults to DefaultMaxBatch.
+	MaxBatch int
 	// ClosePool makes Close close the pool too. Defaults to false: the caller
 	// owns the pool it passed to New. Open sets it.
 	ClosePool bool
@@ -161,6 +173,9 @@ type Driver struct {
 	nolisten bool            // Options.Listen is "off"
 	channel  string          // the schema's notification channel
 	counters string          // the prefix of counter keys (see Driver.counter)
+	claims   *batcher[*claimCall, *claimOut]
+	sets     *batcher[[]any, setOut]
+	leases   *batcher[[]any, leaseOut]
 }
 
 var (
@@ -199,6 +214,18 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error
 	}
 	d := &Driver{pool: pool, schema: o.Schema, q: newQueries(o.Schema), own: o.ClosePool,
 		nolisten: o.Listen == listenOff, channel: channelOf(o.Schema), counters: layout.CountPrefix}
+	if o.Writers < 0 || o.MaxBatch < 0 {
+		return nil, fmt.Errorf("pgstate: Options.Writers and MaxBatch must not be negative (0 means the default)")
+	}
+	if o.Writers == 0 {
+		o.Writers = max(int(pool.Config().MaxConns)/2, 1)
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	d.claims = newBatcher(d, batchKind[*claimCall, *claimOut](claimKind{d}), o.Writers, o.MaxBatch)
+	d.sets = newBatcher(d, batchKind[[]any, setOut](stmtKind[setOut]{d.q.set, readSet}), o.Writers, o.MaxBatch)
+	d.leases = newBatcher(d, batchKind[[]any, leaseOut](stmtKind[leaseOut]{d.q.lease, readLease}), o.Writers, o.MaxBatch)
 	if o.Listen != "" && o.Listen != listenOff {
 		cfg, err := pgx.ParseConfig(o.Listen)
 		if err != nil {
@@ -218,8 +245,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error
 // Open connects to the database of connString (a postgres:// URL or a
 // key=value string, as pgxpool.ParseConfig reads it, pool_max_conns and
 // the other pool settings included) and returns a driver that owns the
-// pool. A URL may also carry the driver's own parameters, schema, timeout
-// and listen (see URLOpener), for the fields opts leaves zero.
+// pool. A URL may also carry the driver's own parameters, schema, timeout,
+// listen, writers and max_batch (see URLOpener), for the fields opts
+// leaves zero.
 func Open(ctx context.Context, connString string, opts *Options) (*Driver, error) {
 	var o Options
 	if opts != nil {
@@ -239,6 +267,12 @@ func Open(ctx context.Context, connString string, opts *Options) (*Driver, error
 		}
 		if o.Listen == "" {
 			o.Listen = own.Listen
+		}
+		if o.Writers == 0 {
+			o.Writers = own.Writers
+		}
+		if o.MaxBatch == 0 {
+			o.MaxBatch = own.MaxBatch
 		}
 	}
 	cfg, err := pgxpool.ParseConfig(connString)

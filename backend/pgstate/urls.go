@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,14 +23,16 @@ func init() {
 	state.Register(AltScheme, URLOpener{})
 }
 
-// URLOpener opens "postgres://" and "postgresql://" URLs. It takes two query
-// parameters of its own:
+// URLOpener opens "postgres://" and "postgresql://" URLs. It takes these
+// query parameters of its own:
 //
-//	schema   Options.Schema (default "state")
-//	timeout  Options.Timeout, a Go duration such as 10s (default 30s)
-//	listen   Options.Listen: off, or a connection string (URL-escaped) for
-//	         the connection that listens for changes; behind PgBouncer in
-//	         transaction pooling mode, the database's direct address
+//	schema     Options.Schema (default "state")
+//	timeout    Options.Timeout, a Go duration such as 10s (default 30s)
+//	listen     Options.Listen: off, or a connection string (URL-escaped) for
+//	           the connection that listens for changes; behind PgBouncer in
+//	           transaction pooling mode, the database's direct address
+//	writers    Options.Writers (default half of pool_max_conns)
+//	max_batch  Options.MaxBatch (default 16; 1 turns batching off)
 //
 // and hands the rest of the URL to pgxpool.ParseConfig, so libpq's
 // parameters (sslmode, connect_timeout, application_name...), pgx's
@@ -54,7 +57,8 @@ func (URLOpener) OpenDriverURL(ctx context.Context, u *url.URL) (backend.Driver,
 	return openConfig(ctx, cfg, &o)
 }
 
-// ownParams takes the driver's own parameters (schema, timeout, listen) out of u,
+// ownParams takes the driver's own parameters (schema, timeout, listen,
+// writers, max_batch) out of u,
 // returning the rest of the URL for pgx and the options they set.
 func ownParams(u *url.URL) (*url.URL, Options, error) {
 	var o Options
@@ -80,6 +84,19 @@ func ownParams(u *url.URL) (*url.URL, Options, error) {
 			return nil, o, fmt.Errorf("pgstate: URL parameter listen is empty: give off or a connection string")
 		}
 		q.Del("listen")
+	}
+	for _, p := range []struct {
+		name string
+		to   *int
+	}{{"writers", &o.Writers}, {"max_batch", &o.MaxBatch}} {
+		if vs, ok := q[p.name]; ok {
+			n, err := strconv.Atoi(vs[len(vs)-1])
+			if err != nil || n < 1 {
+				return nil, o, fmt.Errorf("pgstate: URL parameter %s=%q is not a whole number of at least 1", p.name, vs[len(vs)-1])
+			}
+			*p.to = n
+			q.Del(p.name)
+		}
 	}
 	v := *u
 	v.RawQuery = q.Encode()
