@@ -79,3 +79,15 @@ func ExampleNew_pgBouncer() {
 		log.Fatal(err)
 	}
 }
+
+// Writers and MaxBatch (URL parameters writers and max_batch) say how
+// concurrent sets, lease calls and claims share transactions: here at most
+// two of each kind in flight, and the calls made meanwhile go together, up
+// to 32 in one round trip and one transaction. About as many writers as
+// the database server has cores suits a busy server. A bad value is refused
+// before the driver connects.
+func ExampleOpen_batching() {
+	_, err := pgstate.Open(context.Background(), "postgres://app@localhost/agents?writers=2&max_batch=none", nil)
+	fmt.Println(err)
+	// Output: pgstate: URL parameter max_batch="none" is not a whole number of at least 1
+}

@@ -21,7 +21,9 @@ import (
 // default_query_exec_mode=exec or cache_describe in the URL, both one round
 // trip per statement. Notifications (Notify) go through a direct
 // connection, Options.Listen; TestNotifyBehindPgBouncer checks that
-// without one Notify says it cannot notify.
+// without one Notify says it cannot notify. With one writer per kind,
+// concurrent sets, lease calls and claims go in batches, each one
+// transaction through PgBouncer.
 func TestBehindPgBouncer(t *testing.T) {
 	u := pgtest.URL(t)
 	b := pgtest.StartBouncer(t, u)
@@ -39,7 +41,7 @@ func TestBehindPgBouncer(t *testing.T) {
 				defer cancel()
 				// LISTEN needs a session: the driver listens on a
 				// direct connection.
-				d, err := pgstate.New(cctx, pool, &pgstate.Options{Schema: pgtest.Schema(t, u), Listen: u})
+				d, err := pgstate.New(cctx, pool, &pgstate.Options{Schema: pgtest.Schema(t, u), Listen: u, Writers: 1})
 				if err != nil {
 					t.Fatalf("New through PgBouncer: %v", err)
 				}

@@ -19,6 +19,21 @@
 // WaitKey, WaitRun) of other processes' writes through LISTEN/NOTIFY
 // (backend.Notifier, see Driver.Notify).
 //
+// # Batching
+//
+// Sets, lease calls and claims that a process makes at the same moment
+// share round trips and transactions: at most Options.Writers calls of
+// each kind are in flight, a call made while that many are waits, and the
+// calls that waited go together when one returns, up to Options.MaxBatch
+// in one pgx batch (one write, one transaction, one commit). A call made
+// while fewer are in flight goes at once, so batching adds no latency; on
+// a busy server it spares each call most of what a transaction costs
+// beyond its statements. A batch holds one namespace's calls in the order
+// of their keys' locks, answers its callers once it has committed, and
+// when the server fails one of its statements sends each call again
+// alone, so that a call's answer is the one it would get alone (see
+// batcher).
+//
 // # Time
 //
 // When a store has no injected clock, package state hands the driver a zero
