@@ -37,7 +37,10 @@ const DefaultMaxBatch = 16
 // A batch's calls run in the order of their keys' advisory locks (and in
 // the order they were made for one key), the order every writer takes its
 // locks in, so that batches do not deadlock with each other or with other
-// writers. Results reach the callers only once the batch has committed.
+// writers. A batch of claims takes all its runs' locks first: each claim
+// also takes the counter of claimed runs' lock (shared), and a batch that
+// held it while it waited for the next run's lock could close a cycle with
+// a writer holding that run and a reader of the counter. Results reach the callers only once the batch has committed.
 // When the server fails a statement of a batch (a deadlock, a stored value
 // it refuses), the transaction has done nothing, and each call of the batch
 // is sent again alone, so that it gets its own answer; when the batch fails
@@ -48,6 +51,9 @@ type batcher[Q, R any] struct {
 	kind  batchKind[Q, R]
 	limit int // senders at most
 	max   int // calls per batch at most
+	// lockFirst makes a batch take its namespace's lock and its calls'
+	// key locks before its first call.
+	lockFirst bool
 
 	mu    sync.Mutex
 	queue []*pending[Q, R]
@@ -249,12 +255,28 @@ func batchCtx[Q, R any](calls []*pending[Q, R]) (context.Context, context.Cancel
 // the commit, and reports which calls must be sent again alone.
 func (b *batcher[Q, R]) batch(ctx context.Context, conn *pgxpool.Conn, calls []*pending[Q, R]) ([]bool, error) {
 	pb := &pgx.Batch{}
+	if b.lockFirst {
+		locks := make([]int64, len(calls))
+		for i, p := range calls {
+			locks[i] = p.lock
+		}
+		pb.Queue(b.d.q.lockNS, b.d.nsLock(calls[0].ns))
+		pb.Queue(b.d.q.lockKeys, slices.Compact(locks))
+	}
 	for _, p := range calls {
 		b.kind.queue(pb, p.q)
 	}
 	br := conn.SendBatch(ctx, pb)
 	again := make([]bool, len(calls))
 	var err error
+	if b.lockFirst {
+		for range 2 {
+			if _, err = br.Exec(); err != nil {
+				_ = br.Close()
+				return again, err
+			}
+		}
+	}
 	for i, p := range calls {
 		if p.res, again[i], err = b.kind.scan(br.QueryRow(), p.q); err != nil {
 			break

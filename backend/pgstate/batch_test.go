@@ -59,9 +59,15 @@ func (l *batchLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndDa
 
 func (l *batchLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
 	for _, fn := range functions {
-		if q := d.Batch.QueuedQueries; len(q) > 0 && strings.Contains(q[0].SQL, fn) {
+		n := 0
+		for _, q := range d.Batch.QueuedQueries {
+			if strings.Contains(q.SQL, fn) {
+				n++
+			}
+		}
+		if n > 0 {
 			l.mu.Lock()
-			l.sizes[fn] = append(l.sizes[fn], len(q))
+			l.sizes[fn] = append(l.sizes[fn], n)
 			l.mu.Unlock()
 		}
 	}
@@ -545,5 +551,66 @@ func TestBatchingOptions(t *testing.T) {
 	defer pool.Close()
 	if _, err := New(ctx, pool, &Options{Schema: schema, Writers: -1}); err == nil || !strings.Contains(err.Error(), "Writers") {
 		t.Errorf("Writers -1: got %v, want an error naming Writers", err)
+	}
+}
+
+// TestABatchOfClaimsLocksItsRunsFirst holds the later (by lock) of two
+// runs a batch claims: the batch waits for it holding the earlier run's
+// lock but not yet the lock of the counter of claimed runs, which its
+// first claim would take: a batch never holds the counter while it waits
+// for a run (see batcher).
+func TestABatchOfClaimsLocksItsRunsFirst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
+	defer cancel()
+	e := newBatchEnv(t, ctx, "ns")
+	var ids []string
+	for range 3 {
+		r, err := e.st.CreateRun(ctx, "job", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	lock := func(id string) int64 { return e.d.lockKey("ns", layout.Run(id)) }
+	if lock(ids[1]) > lock(ids[2]) {
+		ids[1], ids[2] = ids[2], ids[1]
+	}
+	releaseFirst := e.hold(t, ctx, "ns", layout.Run(ids[0]))
+	releaseLater := e.hold(t, ctx, "ns", layout.Run(ids[2]))
+	first := make(chan error, 1)
+	go func() { _, err := e.st.ClaimRun(ctx, ids[0], "a"); first <- err }()
+	sending(t, e.d.claims)
+	claim := func(id string) func() error {
+		return func() error { _, err := e.st.ClaimRun(ctx, id, "x"); return err }
+	}
+	errs := queue(t, e.d.claims, claim(ids[2]), claim(ids[1]))
+	releaseFirst()
+	if err := result(t, first); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	waitUntil(t, "the batch to wait for the later run's lock", func() bool {
+		err := e.side.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&pid)
+		return err == nil
+	})
+	held := func(l int64) bool {
+		var n int
+		if err := e.side.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND pid = $1 AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $2`, pid, l).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	}
+	if !held(lock(ids[1])) {
+		t.Error("the waiting batch does not hold the earlier run's lock")
+	}
+	if held(e.d.lockKey("ns", countClaimed)) {
+		t.Error("the batch holds the counter of claimed runs while it waits for a run")
+	}
+	releaseLater()
+	for i := range errs {
+		if err := result(t, errs[i]); err != nil {
+			t.Errorf("claim %d: %v", i, err)
+		}
 	}
 }

@@ -239,6 +239,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error
 		o.MaxBatch = DefaultMaxBatch
 	}
 	d.claims = newBatcher(d, batchKind[*claimCall, *claimOut](claimKind{d}), o.Writers, o.MaxBatch)
+	d.claims.lockFirst = true
 	d.sets = newBatcher(d, batchKind[[]any, setOut](stmtKind[setOut]{d.q.set, readSet}), o.Writers, o.MaxBatch)
 	d.leases = newBatcher(d, batchKind[[]any, leaseOut](stmtKind[leaseOut]{d.q.lease, readLease}), o.Writers, o.MaxBatch)
 	if o.Listen != "" && o.Listen != listenOff {

@@ -22,6 +22,7 @@ type queries struct {
 	readCounters, listCounted           string // reads of ranges or keys holding counters
 	sweep, trim, ping, settings, claim  string
 	listen, refresh, unlisten           string // a listener's registration (Notify)
+	lockNS, lockKeys                    string // a batch's locks, taken first (see batcher)
 	awaitWriters                        string
 	s                                   string // the quoted schema
 }
@@ -94,6 +95,8 @@ func newQueries(schema string) queries {
 		WHERE id = $1::text AND expires_at > clock_timestamp() RETURNING 1) SELECT EXISTS (SELECT FROM u)`
 	q.unlisten = `DELETE FROM ` + s + `.listeners WHERE id = $1::text`
 	q.awaitWriters = `SELECT ` + s + `.await_writers($1::integer)`
+	q.lockNS = `SELECT pg_advisory_xact_lock_shared($1::bigint)`
+	q.lockKeys = `SELECT count(pg_advisory_xact_lock(l)) FROM unnest($1::bigint[]) AS l`
 	q.ping = `SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'`
 	q.settings = `SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit',
 		'default_transaction_isolation', 'autovacuum', 'max_connections', 'superuser_reserved_connections',
