@@ -198,6 +198,56 @@ func result(t *testing.T, ch chan error) error {
 	}
 }
 
+// runs creates n runs and returns their ids.
+func (e *batchEnv) runs(t *testing.T, ctx context.Context, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		r, err := e.st.CreateRun(ctx, "job", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// occupy keeps b's one sender busy: it holds the lock of key (in namespace
+// ns), makes call, a write of key that waits for it, and waits until the
+// sender has taken the call, so that calls of b's kind made meanwhile
+// wait in b. free ends the hold and checks that call succeeded.
+func occupy[Q, R any](t *testing.T, ctx context.Context, e *batchEnv, b *batcher[Q, R], ns, key string,
+	call func() error) (free func()) {
+	t.Helper()
+	release := e.hold(t, ctx, ns, key)
+	first := make(chan error, 1)
+	go func() { first <- call() }()
+	sending(t, b)
+	return func() {
+		t.Helper()
+		release()
+		if err := result(t, first); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// claimer returns a claim of run id by agent x, as a call for queue.
+func (e *batchEnv) claimer(ctx context.Context) func(id string) func() error {
+	return func(id string) func() error {
+		return func() error { _, err := e.st.ClaimRun(ctx, id, "x"); return err }
+	}
+}
+
+// occupyClaims keeps the claim sender busy with a claim of run id.
+func (e *batchEnv) occupyClaims(t *testing.T, ctx context.Context, id string) (free func()) {
+	t.Helper()
+	return occupy(t, ctx, e, e.d.claims, "ns", layout.Run(id), func() error {
+		_, err := e.st.ClaimRun(ctx, id, "a")
+		return err
+	})
+}
+
 // TestCallsMadeTogetherGoInOneBatch holds the one claim sender on a run's
 // lock and makes claims meanwhile (two of one run, a child's): they wait,
 // go in one batch of one round trip when the sender is free, and each gets
@@ -206,14 +256,7 @@ func TestCallsMadeTogetherGoInOneBatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
 	e := newBatchEnv(t, ctx, "ns")
-	var ids []string
-	for range 3 {
-		r, err := e.st.CreateRun(ctx, "job", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.ID)
-	}
+	ids := e.runs(t, ctx, 3)
 	parent, err := e.st.CreateRun(ctx, "parent", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -222,10 +265,7 @@ func TestCallsMadeTogetherGoInOneBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := e.hold(t, ctx, "ns", layout.Run(ids[0]))
-	first := make(chan error, 1)
-	go func() { _, err := e.st.ClaimRun(ctx, ids[0], "a"); first <- err }()
-	sending(t, e.d.claims)
+	free := e.occupyClaims(t, ctx, ids[0])
 	claim := func(id, agent string, fence *int64) func() error {
 		return func() error {
 			c, err := e.st.ClaimRun(ctx, id, agent)
@@ -239,10 +279,7 @@ func TestCallsMadeTogetherGoInOneBatch(t *testing.T) {
 		claim(ids[1], "y", &fences[1]), // after x, in the same batch: held
 		claim(ids[2], "x", &fences[2]),
 		claim(child.ID, "x", &fences[3])) // needs a second call: after the batch, alone
-	release()
-	if err := result(t, first); err != nil {
-		t.Fatal(err)
-	}
+	free()
 	for i, want := range []error{nil, state.ErrClaimed, nil, nil} {
 		if err := result(t, errs[i]); !errors.Is(err, want) && err != want {
 			t.Errorf("claim %d: got %v, want %v", i, err, want)
@@ -272,18 +309,15 @@ func TestSetsAndLeasesKeepTheirOrderInABatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
 	e := newBatchEnv(t, ctx, "ns")
-	release := e.hold(t, ctx, "ns", layout.KV("blocker"))
-	first := make(chan error, 1)
-	go func() { _, err := e.st.Set(ctx, "blocker", 1); first <- err }()
-	sending(t, e.d.sets)
+	free := occupy(t, ctx, e, e.d.sets, "ns", layout.KV("blocker"), func() error {
+		_, err := e.st.Set(ctx, "blocker", 1)
+		return err
+	})
 	set := func(key string, v int) func() error {
 		return func() error { _, err := e.st.Set(ctx, key, v, state.IfVersion(0)); return err }
 	}
 	errs := queue(t, e.d.sets, set("k", 1), set("k", 2), set("other", 3))
-	release()
-	if err := result(t, first); err != nil {
-		t.Fatal(err)
-	}
+	free()
 	for i, want := range []error{nil, state.ErrConflict, nil} {
 		if err := result(t, errs[i]); !errors.Is(err, want) && err != want {
 			t.Errorf("set %d: got %v, want %v", i, err, want)
@@ -293,9 +327,10 @@ func TestSetsAndLeasesKeepTheirOrderInABatch(t *testing.T) {
 		t.Errorf("k is %s (%v), want the first set's 1", got.Value, err)
 	}
 
-	release = e.hold(t, ctx, "ns", layout.Lease("blocker"))
-	go func() { _, err := e.st.TryAcquire(ctx, "blocker", "h", time.Minute); first <- err }()
-	sending(t, e.d.leases)
+	free = occupy(t, ctx, e, e.d.leases, "ns", layout.Lease("blocker"), func() error {
+		_, err := e.st.TryAcquire(ctx, "blocker", "h", time.Minute)
+		return err
+	})
 	holders := make([]string, 2)
 	acquire := func(h string, i int) func() error {
 		return func() error {
@@ -305,10 +340,7 @@ func TestSetsAndLeasesKeepTheirOrderInABatch(t *testing.T) {
 		}
 	}
 	errs = queue(t, e.d.leases, acquire("h1", 0), acquire("h2", 1))
-	release()
-	if err := result(t, first); err != nil {
-		t.Fatal(err)
-	}
+	free()
 	if err := result(t, errs[0]); err != nil || holders[0] != "h1" {
 		t.Errorf("first acquisition: %v, holder %q", err, holders[0])
 	}
@@ -330,30 +362,15 @@ func TestAStatementFailingInABatchFailsOnlyItsCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
 	e := newBatchEnv(t, ctx, "ns")
-	var ids []string
-	for range 4 {
-		r, err := e.st.CreateRun(ctx, "job", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.ID)
-	}
+	ids := e.runs(t, ctx, 4)
 	if _, err := e.side.Exec(ctx, `UPDATE `+e.d.q.s+`.records SET value = '{"not":"a run"}' WHERE ns = 'ns' AND key = $1`,
 		[]byte(layout.Run(ids[2]))); err != nil {
 		t.Fatal(err)
 	}
-	release := e.hold(t, ctx, "ns", layout.Run(ids[0]))
-	first := make(chan error, 1)
-	go func() { _, err := e.st.ClaimRun(ctx, ids[0], "a"); first <- err }()
-	sending(t, e.d.claims)
-	claim := func(id string) func() error {
-		return func() error { _, err := e.st.ClaimRun(ctx, id, "x"); return err }
-	}
+	free := e.occupyClaims(t, ctx, ids[0])
+	claim := e.claimer(ctx)
 	errs := queue(t, e.d.claims, claim(ids[1]), claim(ids[2]), claim(ids[3]))
-	release()
-	if err := result(t, first); err != nil {
-		t.Fatal(err)
-	}
+	free()
 	for i, bad := range []bool{false, true, false} {
 		err := result(t, errs[i])
 		if (err != nil) != bad {
@@ -379,27 +396,12 @@ func TestABatchWhoseSessionEndsFailsEveryCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
 	e := newBatchEnv(t, ctx, "ns")
-	var ids []string
-	for range 4 {
-		r, err := e.st.CreateRun(ctx, "job", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.ID)
-	}
-	releaseFirst := e.hold(t, ctx, "ns", layout.Run(ids[0]))
+	ids := e.runs(t, ctx, 4)
 	releaseMid := e.hold(t, ctx, "ns", layout.Run(ids[2]))
-	first := make(chan error, 1)
-	go func() { _, err := e.st.ClaimRun(ctx, ids[0], "a"); first <- err }()
-	sending(t, e.d.claims)
-	claim := func(id string) func() error {
-		return func() error { _, err := e.st.ClaimRun(ctx, id, "x"); return err }
-	}
+	free := e.occupyClaims(t, ctx, ids[0])
+	claim := e.claimer(ctx)
 	errs := queue(t, e.d.claims, claim(ids[1]), claim(ids[2]), claim(ids[3]))
-	releaseFirst()
-	if err := result(t, first); err != nil {
-		t.Fatal(err)
-	}
+	free()
 	// The batch now waits for the lock of run 2: end its session.
 	waitUntil(t, "the batch to wait for a lock", func() bool {
 		var n int
@@ -434,18 +436,8 @@ func TestACallerLeavesTheQueueWhenItsContextEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
 	e := newBatchEnv(t, ctx, "ns")
-	var ids []string
-	for range 3 {
-		r, err := e.st.CreateRun(ctx, "job", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.ID)
-	}
-	release := e.hold(t, ctx, "ns", layout.Run(ids[0]))
-	first := make(chan error, 1)
-	go func() { _, err := e.st.ClaimRun(ctx, ids[0], "a"); first <- err }()
-	sending(t, e.d.claims)
+	ids := e.runs(t, ctx, 3)
+	free := e.occupyClaims(t, ctx, ids[0])
 	cctx, stop := context.WithCancel(ctx)
 	dctx, stopD := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer stopD()
@@ -459,10 +451,7 @@ func TestACallerLeavesTheQueueWhenItsContextEnds(t *testing.T) {
 	if err := result(t, errs[1]); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("call past its deadline: got %v, want context.DeadlineExceeded", err)
 	}
-	release()
-	if err := result(t, first); err != nil {
-		t.Fatal(err)
-	}
+	free()
 	waitUntil(t, "the sender to stop", func() bool { q, busy := e.d.claims.state(); return q == 0 && busy == 0 })
 	for _, id := range ids[1:] {
 		if r, err := e.st.GetRun(ctx, id); err != nil || r.AgentID != "" {
@@ -486,16 +475,16 @@ func TestABatchHoldsOneNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = other.Close() })
-	release := e.hold(t, ctx, "one", layout.KV("blocker"))
-	first := make(chan error, 1)
-	go func() { _, err := e.st.Set(ctx, "blocker", 1); first <- err }()
-	sending(t, e.d.sets)
+	free := occupy(t, ctx, e, e.d.sets, "one", layout.KV("blocker"), func() error {
+		_, err := e.st.Set(ctx, "blocker", 1)
+		return err
+	})
 	set := func(st *state.Store, key string) func() error {
 		return func() error { _, err := st.Set(ctx, key, 1); return err }
 	}
 	errs := queue(t, e.d.sets, set(e.st, "a"), set(other, "b"), set(e.st, "c"), set(other, "d"), set(other, "e"))
-	release()
-	for _, ch := range append(errs, first) {
+	free()
+	for _, ch := range errs {
 		if err := result(t, ch); err != nil {
 			t.Fatal(err)
 		}
@@ -563,31 +552,16 @@ func TestABatchOfClaimsLocksItsRunsFirst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
 	e := newBatchEnv(t, ctx, "ns")
-	var ids []string
-	for range 3 {
-		r, err := e.st.CreateRun(ctx, "job", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.ID)
-	}
+	ids := e.runs(t, ctx, 3)
 	lock := func(id string) int64 { return e.d.lockKey("ns", layout.Run(id)) }
 	if lock(ids[1]) > lock(ids[2]) {
 		ids[1], ids[2] = ids[2], ids[1]
 	}
-	releaseFirst := e.hold(t, ctx, "ns", layout.Run(ids[0]))
 	releaseLater := e.hold(t, ctx, "ns", layout.Run(ids[2]))
-	first := make(chan error, 1)
-	go func() { _, err := e.st.ClaimRun(ctx, ids[0], "a"); first <- err }()
-	sending(t, e.d.claims)
-	claim := func(id string) func() error {
-		return func() error { _, err := e.st.ClaimRun(ctx, id, "x"); return err }
-	}
+	free := e.occupyClaims(t, ctx, ids[0])
+	claim := e.claimer(ctx)
 	errs := queue(t, e.d.claims, claim(ids[2]), claim(ids[1]))
-	releaseFirst()
-	if err := result(t, first); err != nil {
-		t.Fatal(err)
-	}
+	free()
 	var pid int32
 	waitUntil(t, "the batch to wait for the later run's lock", func() bool {
 		err := e.side.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&pid)
