@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -183,6 +184,14 @@ func (b *batcher[Q, R]) take() []*pending[Q, R] {
 // else as one batch.
 func (b *batcher[Q, R]) run(calls []*pending[Q, R]) {
 	defer func() {
+		// A panic must not end the process from a sender's goroutine,
+		// nor leave callers waiting: each call gets it as an error (its
+		// outcome unknown, as when a connection breaks).
+		if r := recover(); r != nil {
+			for _, p := range calls {
+				p.err = fmt.Errorf("pgstate: internal error: %v", r)
+			}
+		}
 		for _, p := range calls {
 			close(p.done)
 		}

@@ -588,3 +588,26 @@ func TestABatchOfClaimsLocksItsRunsFirst(t *testing.T) {
 		}
 	}
 }
+
+// panicKind is a kind of call whose every call panics.
+type panicKind struct{}
+
+func (panicKind) single(context.Context, querier, int) (int, error) { panic("boom") }
+func (panicKind) queue(*pgx.Batch, int)                             { panic("boom") }
+func (panicKind) scan(pgx.Row, int) (int, bool, error)              { panic("boom") }
+
+// TestAPanicInASenderIsTheCallsError checks that a call that panics in the
+// batcher (a bug) reaches its caller as an error, and leaves the batcher
+// working: no panic ends the process from a sender's goroutine.
+func TestAPanicInASenderIsTheCallsError(t *testing.T) {
+	b := newBatcher(&Driver{}, batchKind[int, int](panicKind{}), 1, 4)
+	for range 2 {
+		_, err := b.do(context.Background(), "ns", 1, 0)
+		if err == nil || !strings.Contains(err.Error(), "internal error: boom") {
+			t.Fatalf("got %v, want the panic as an error", err)
+		}
+		if q, busy := b.state(); q != 0 || busy != 0 {
+			t.Fatalf("after the call: %d waiting, %d senders", q, busy)
+		}
+	}
+}
