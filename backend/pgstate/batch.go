@@ -41,12 +41,13 @@ const DefaultMaxBatch = 16
 // writers. A batch of claims takes all its runs' locks first: each claim
 // also takes the counter of claimed runs' lock (shared), and a batch that
 // held it while it waited for the next run's lock could close a cycle with
-// a writer holding that run and a reader of the counter. Results reach the callers only once the batch has committed.
-// When the server fails a statement of a batch (a deadlock, a stored value
-// it refuses), the transaction has done nothing, and each call of the batch
-// is sent again alone, so that it gets its own answer; when the batch fails
-// otherwise (the connection breaks, the session is ended), it may have
-// committed, and every call gets the error, as a call sent alone would.
+// a writer holding that run and a reader of the counter. Results reach the
+// callers only once the batch has committed. When the server fails a
+// statement of a batch (a deadlock, a stored value it refuses), the
+// transaction has done nothing, and each call of the batch is sent again
+// alone, so that it gets its own answer; when the batch fails otherwise
+// (the connection breaks, the session is ended), it may have committed,
+// and every call gets the error, as a call sent alone would.
 type batcher[Q, R any] struct {
 	d     *Driver
 	kind  batchKind[Q, R]

@@ -232,13 +232,6 @@ func occupy[Q, R any](t *testing.T, ctx context.Context, e *batchEnv, b *batcher
 	}
 }
 
-// claimer returns a claim of run id by agent x, as a call for queue.
-func (e *batchEnv) claimer(ctx context.Context) func(id string) func() error {
-	return func(id string) func() error {
-		return func() error { _, err := e.st.ClaimRun(ctx, id, "x"); return err }
-	}
-}
-
 // occupyClaims keeps the claim sender busy with a claim of run id.
 func (e *batchEnv) occupyClaims(t *testing.T, ctx context.Context, id string) (free func()) {
 	t.Helper()
@@ -246,6 +239,21 @@ func (e *batchEnv) occupyClaims(t *testing.T, ctx context.Context, id string) (f
 		_, err := e.st.ClaimRun(ctx, id, "a")
 		return err
 	})
+}
+
+// claimTogether claims run first while agent x's claims of runs ids wait
+// (in that order), so that they go in one batch once first's claim is
+// done, and returns their errors' channels.
+func (e *batchEnv) claimTogether(t *testing.T, ctx context.Context, first string, ids ...string) []chan error {
+	t.Helper()
+	free := e.occupyClaims(t, ctx, first)
+	calls := make([]func() error, len(ids))
+	for i, id := range ids {
+		calls[i] = func() error { _, err := e.st.ClaimRun(ctx, id, "x"); return err }
+	}
+	errs := queue(t, e.d.claims, calls...)
+	free()
+	return errs
 }
 
 // TestCallsMadeTogetherGoInOneBatch holds the one claim sender on a run's
@@ -367,10 +375,7 @@ func TestAStatementFailingInABatchFailsOnlyItsCall(t *testing.T) {
 		[]byte(layout.Run(ids[2]))); err != nil {
 		t.Fatal(err)
 	}
-	free := e.occupyClaims(t, ctx, ids[0])
-	claim := e.claimer(ctx)
-	errs := queue(t, e.d.claims, claim(ids[1]), claim(ids[2]), claim(ids[3]))
-	free()
+	errs := e.claimTogether(t, ctx, ids[0], ids[1:]...)
 	for i, bad := range []bool{false, true, false} {
 		err := result(t, errs[i])
 		if (err != nil) != bad {
@@ -398,10 +403,7 @@ func TestABatchWhoseSessionEndsFailsEveryCall(t *testing.T) {
 	e := newBatchEnv(t, ctx, "ns")
 	ids := e.runs(t, ctx, 4)
 	releaseMid := e.hold(t, ctx, "ns", layout.Run(ids[2]))
-	free := e.occupyClaims(t, ctx, ids[0])
-	claim := e.claimer(ctx)
-	errs := queue(t, e.d.claims, claim(ids[1]), claim(ids[2]), claim(ids[3]))
-	free()
+	errs := e.claimTogether(t, ctx, ids[0], ids[1:]...)
 	// The batch now waits for the lock of run 2: end its session.
 	waitUntil(t, "the batch to wait for a lock", func() bool {
 		var n int
@@ -510,14 +512,11 @@ func TestBatchingOptions(t *testing.T) {
 		{[]string{"pool_max_conns=10"}, 5, DefaultMaxBatch},
 		{[]string{"pool_max_conns=1"}, 1, DefaultMaxBatch},
 		{[]string{"writers=3", "max_batch=5"}, 3, 5},
-		{[]string{"max_batch=1"}, 0, 1},
+		{[]string{"max_batch=1", "pool_max_conns=6"}, 3, 1},
 	} {
 		d, err := Open(ctx, pgtest.WithParams(t, u, append(c.params, "schema="+schema)...), nil)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if c.writers == 0 {
-			c.writers = max(int(d.pool.Config().MaxConns)/2, 1)
 		}
 		for _, b := range []struct{ limit, max int }{{d.claims.limit, d.claims.max}, {d.sets.limit, d.sets.max},
 			{d.leases.limit, d.leases.max}} {
@@ -558,10 +557,7 @@ func TestABatchOfClaimsLocksItsRunsFirst(t *testing.T) {
 		ids[1], ids[2] = ids[2], ids[1]
 	}
 	releaseLater := e.hold(t, ctx, "ns", layout.Run(ids[2]))
-	free := e.occupyClaims(t, ctx, ids[0])
-	claim := e.claimer(ctx)
-	errs := queue(t, e.d.claims, claim(ids[2]), claim(ids[1]))
-	free()
+	errs := e.claimTogether(t, ctx, ids[0], ids[2], ids[1])
 	var pid int32
 	waitUntil(t, "the batch to wait for the later run's lock", func() bool {
 		err := e.side.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&pid)
@@ -609,5 +605,32 @@ func TestAPanicInASenderIsTheCallsError(t *testing.T) {
 		if q, busy := b.state(); q != 0 || busy != 0 {
 			t.Fatalf("after the call: %d waiting, %d senders", q, busy)
 		}
+	}
+}
+
+// TestABatchRunsUntilItsLastCallersDeadline checks the context a batch is
+// sent with: its first call's values, the latest of its calls' deadlines
+// (none when one caller has none), and no caller's cancellation.
+func TestABatchRunsUntilItsLastCallersDeadline(t *testing.T) {
+	type key struct{}
+	now := time.Now()
+	first, stop := context.WithDeadline(context.WithValue(context.Background(), key{}, "first"), now.Add(time.Minute))
+	later, stopLater := context.WithDeadline(context.Background(), now.Add(time.Hour))
+	defer stopLater()
+	call := func(ctx context.Context) *pending[int, int] { return &pending[int, int]{ctx: ctx} }
+
+	ctx, cancel := batchCtx([]*pending[int, int]{call(first), call(later)})
+	defer cancel()
+	stop() // the first caller leaves
+	if d, ok := ctx.Deadline(); !ok || !d.Equal(now.Add(time.Hour)) {
+		t.Errorf("deadline %v (%v), want the later caller's %v", d, ok, now.Add(time.Hour))
+	}
+	if ctx.Err() != nil || ctx.Value(key{}) != "first" {
+		t.Errorf("err %v, value %v: want no cancellation and the first call's values", ctx.Err(), ctx.Value(key{}))
+	}
+	ctx, cancel = batchCtx([]*pending[int, int]{call(later), call(context.Background())})
+	defer cancel()
+	if d, ok := ctx.Deadline(); ok {
+		t.Errorf("deadline %v, want none: one caller waits without one", d)
 	}
 }
