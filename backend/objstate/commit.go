@@ -88,8 +88,6 @@ func (s *space) round(ctx context.Context, group []*item) error {
 			cond = Cond{IfAbsent: true}
 		}
 		tag, err := s.d.write(ctx, s.headKey, h.encode(s.ns), cond)
-		if a.commit != nil {
-		}
 		if err == nil {
 			s.install(h, tag, a)
 			s.finish(group, a)
