@@ -169,23 +169,33 @@ func (d *Driver) closedErr(err error) error {
 }
 
 // read, write and del are the medium's calls, each bounded by
-// RequestTimeout.
+// RequestTimeout: a request that runs out of it while ctx goes on failed
+// transiently (a write may have been carried out).
 func (d *Driver) read(ctx context.Context, key, ifNoneMatch string) (Object, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.opts.RequestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, d.opts.RequestTimeout)
 	defer cancel()
-	return d.m.Read(ctx, d.opts.Prefix+key, ifNoneMatch)
+	obj, err := d.m.Read(rctx, d.opts.Prefix+key, ifNoneMatch)
+	return obj, timedOut(ctx, rctx, err)
 }
 
 func (d *Driver) write(ctx context.Context, key string, b []byte, c Cond) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.opts.RequestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, d.opts.RequestTimeout)
 	defer cancel()
-	return d.m.Write(ctx, d.opts.Prefix+key, b, c)
+	tag, err := d.m.Write(rctx, d.opts.Prefix+key, b, c)
+	return tag, timedOut(ctx, rctx, err)
 }
 
 func (d *Driver) del(ctx context.Context, key string) error {
-	ctx, cancel := context.WithTimeout(ctx, d.opts.RequestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, d.opts.RequestTimeout)
 	defer cancel()
-	return d.m.Delete(ctx, d.opts.Prefix+key)
+	return timedOut(ctx, rctx, d.m.Delete(rctx, d.opts.Prefix+key))
+}
+
+func timedOut(ctx, rctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil && !errors.Is(err, ErrTransient) {
+		return fmt.Errorf("%w: the request ran out of time: %w", ErrTransient, err)
+	}
+	return err
 }
 
 // now returns the medium's clock to the millisecond.
