@@ -89,6 +89,7 @@ func (s *space) round(ctx context.Context, group []*item) error {
 		}
 		tag, err := s.d.write(ctx, s.headKey, h.encode(s.ns), cond)
 		if err == nil {
+			s.wrote = true
 			s.install(h, tag, a)
 			s.finish(group, a)
 			return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -16,7 +17,11 @@ import (
 // in the log, that attempt.
 func (s *space) sync(ctx context.Context, tries map[string]*attempt) (changed bool, landed *attempt, err error) {
 	for n := 0; ; n++ {
+		start := time.Now()
 		obj, err := s.d.read(ctx, s.headKey, s.tag)
+		if err == nil || errors.Is(err, ErrUnchanged) || errors.Is(err, ErrNotExist) {
+			s.readRTT = (3*s.readRTT + time.Since(start)) / 4
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrUnchanged):
@@ -97,8 +102,8 @@ func (s *space) catchUp(ctx context.Context, h *head, tag string, tries map[stri
 	}
 	if rev, ev := s.data.rev, s.data.log.next()-1; rev != h.rev || ev != h.event {
 		s.data, s.head, s.tag = nil, nil, ""
-		return nil, fmt.Errorf("%w: namespace %q: replaying the log gives revision %d and event %d, the head says %d and %d",
-			errFormat, s.ns, rev, ev, h.rev, h.event)
+		return nil, fmt.Errorf("%w: namespace %q: replaying commits %d to %d (from a snapshot: %v) gives revision %d and event %d, the head says %d and %d",
+			errFormat, s.ns, from+1, h.pos, fresh != nil, rev, ev, h.rev, h.event)
 	}
 	s.head, s.tag = h, tag
 	return s.landed(tries)

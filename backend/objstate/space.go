@@ -3,6 +3,7 @@ package objstate
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,8 @@ type space struct {
 	// Leader-only state.
 	compacting      atomic.Bool // a compaction runs
 	lastOrphanSweep time.Time
+	readRTT         time.Duration // of reading the head, averaged
+	wrote           bool          // the last round wrote the head
 }
 
 func newSpace(d *Driver, ns string) *space {
@@ -180,6 +183,15 @@ func (s *space) run() {
 	var carry []*item
 	for {
 		s.lock()
+		backlog := len(s.queue) > 0
+		s.unlock()
+		if s.wrote && backlog && len(carry) == 0 {
+			// The last round wrote the head and more calls queued up
+			// meanwhile: let another process's writer have a turn.
+			s.yield()
+		}
+		s.wrote = false
+		s.lock()
 		items := append(carry, s.queue...)
 		s.queue = nil
 		r := s.next
@@ -220,6 +232,28 @@ func (s *space) run() {
 		}
 	}
 }
+
+// yield pauses the leader for about one and a half reads of the head, a
+// little jittered. A process that lost the race to write the head must
+// read it again before it can try again, while the winner, with calls
+// queued, could write at once and, under load, win every time: the pause
+// gives the loser its turn. A process alone loses little: the calls that
+// queue meanwhile go into the next commit.
+func (s *space) yield() {
+	d := min(s.readRTT*3/2+rand.N(s.readRTT/2+1), maxYield)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.d.life.Done():
+	}
+}
+
+// maxYield bounds yield.
+const maxYield = 50 * time.Millisecond
 
 // split returns the first group of items to commit together (at most max,
 // a heavy item only first) and the rest.

@@ -3,12 +3,16 @@ package s3state
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,6 +34,9 @@ type medium struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	rtt    time.Duration // of the first request, for the clock's probes
+	// notMD5 is set once a write's ETag is not the MD5 of what it wrote
+	// (SSE-KMS): reads can then not be checked (see Read).
+	notMD5 atomic.Bool
 }
 
 func (m *medium) Name() string { return "s3" }
@@ -96,7 +103,68 @@ func sendFailed(err error) bool {
 	return errors.As(err, &se) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
+// Read checks that the ETag it got is the MD5 of the bytes it got, and
+// reads again when it is not: versitygw v1.8.0 can answer a GET racing a
+// PUT of the same object with the old bytes and the new ETag, for as long
+// as the PUT takes to finish (seen here: without the check,
+// compare-and-swap increments by 16 goroutines lost more than half their
+// updates, each PUT If-Match of the new ETag carrying a value computed
+// from the old bytes). A server whose ETags are not MD5s (AWS with
+// SSE-KMS) is recognised by the ETag of a write, and its reads are then
+// taken as they come.
 func (m *medium) Read(ctx context.Context, key, ifNoneMatch string) (objstate.Object, error) {
+	wait := time.Millisecond
+	for range tornRetries {
+		obj, err := m.read(ctx, key, ifNoneMatch)
+		if err != nil || m.notMD5.Load() || isMD5Of(obj.Tag, obj.Data) {
+			return obj, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return objstate.Object{}, ctx.Err()
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+	// Never a match: perhaps this server's ETags are not MD5s, which a
+	// write tells.
+	if err := m.probeETags(ctx, key); err != nil {
+		return objstate.Object{}, err
+	}
+	if m.notMD5.Load() {
+		return m.read(ctx, key, ifNoneMatch)
+	}
+	return objstate.Object{}, fmt.Errorf("%w: reading %s: the ETag never matched the bytes", objstate.ErrTransient, key)
+}
+
+// tornRetries bounds the reads of one object whose ETag does not match
+// its bytes (about half a second in all).
+const tornRetries = 16
+
+// probeETags writes a small object beside key to learn whether the
+// server's ETags are MD5s.
+func (m *medium) probeETags(ctx context.Context, key string) error {
+	probe := key + ".etag-probe"
+	if _, err := m.Write(ctx, probe, []byte("etag probe"), objstate.Cond{}); err != nil {
+		return err
+	}
+	return m.Delete(ctx, probe)
+}
+
+// isMD5Of reports whether etag is the quoted hex MD5 of b, or is not an MD5
+// at all (a multipart ETag has a dash), which cannot be checked.
+func isMD5Of(etag string, b []byte) bool {
+	t := strings.Trim(etag, `"`)
+	if len(t) != 2*md5.Size || strings.Contains(t, "-") {
+		return true
+	}
+	sum := md5.Sum(b)
+	return strings.EqualFold(t, hex.EncodeToString(sum[:]))
+}
+
+func (m *medium) read(ctx context.Context, key, ifNoneMatch string) (objstate.Object, error) {
 	in := &s3.GetObjectInput{Bucket: &m.bucket, Key: &key}
 	if ifNoneMatch != "" {
 		in.IfNoneMatch = &ifNoneMatch
@@ -137,7 +205,11 @@ func (m *medium) Write(ctx context.Context, key string, data []byte, c objstate.
 		}
 		return "", err
 	}
-	return aws.ToString(out.ETag), nil
+	tag := aws.ToString(out.ETag)
+	if !isMD5Of(tag, data) {
+		m.notMD5.Store(true)
+	}
+	return tag, nil
 }
 
 func (m *medium) Delete(ctx context.Context, key string) error {
