@@ -239,6 +239,9 @@ func (m *medium) List(ctx context.Context, prefix string, fn func(objstate.Objec
 // Now is the server's clock, as estimated from its answers.
 func (m *medium) Now() time.Time { return m.clock.now() }
 
+// Uncertainty returns how far Now may be from the server's clock.
+func (m *medium) Uncertainty() time.Duration { return m.clock.uncertainty() }
+
 func (m *medium) Close() error {
 	m.stop()
 	m.wg.Wait()
