@@ -218,7 +218,7 @@ func TestReadmeListsEverySetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| `-([a-z-]+)` \\| ([^|]+) \\|")
+	row := regexp.MustCompile("(?m)^\\| `([A-Z0-9_]+)` \\| `-([a-z0-9-]+)` \\| ([^|]+) \\|")
 	var got [][3]string
 	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
 		got = append(got, [3]string{m[1], m[2], strings.Trim(strings.TrimSpace(m[3]), "`")})

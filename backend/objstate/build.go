@@ -55,6 +55,12 @@ func (s *space) build(group []*item) *attempt {
 				entries = append(entries, e)
 				out.trim = backend.TrimResult{Events: n, More: over > n}
 			}
+		case kindFloor:
+			if it.floor > ov.rev {
+				e := entry{now: clock.UnixMilli(), revFloor: it.floor}
+				apply(ov, &e)
+				entries = append(entries, e)
+			}
 		case kindSnapshot:
 			switch h := s.head; {
 			case h != nil && h.snap != nil && h.snap.Parts[0] == it.snap.Parts[0]:

@@ -150,6 +150,7 @@ func (d *data) del(key string) {
 func (d *data) reset()             { d.clear() }
 func (d *data) trim(below int64)   { d.log.trimBelow(below) }
 func (d *data) bumpRev() int64     { d.rev++; return d.rev }
+func (d *data) raiseRev(f int64)   { d.rev = max(d.rev, f) }
 func (d *data) addEvent(e *event)  { d.log.add(e) }
 func (d *data) nextEventID() int64 { return d.log.next() }
 
@@ -193,6 +194,7 @@ type view interface {
 	reset()
 	trim(below int64)
 	bumpRev() int64
+	raiseRev(floor int64)
 	nextEventID() int64
 	addEvent(e *event)
 }
@@ -210,6 +212,9 @@ func apply(v view, e *entry) int64 {
 	}
 	if e.trimBelow > 0 {
 		v.trim(e.trimBelow)
+	}
+	if e.revFloor > 0 {
+		v.raiseRev(e.revFloor)
 	}
 	if len(e.ops) == 0 && len(e.events) == 0 {
 		return 0
@@ -282,5 +287,6 @@ func (o *overlay) del(key string)     { o.recs[key] = nil }
 func (o *overlay) reset()             { o.cleared = true; clear(o.recs) }
 func (o *overlay) trim(int64)         {}
 func (o *overlay) bumpRev() int64     { o.rev++; return o.rev }
+func (o *overlay) raiseRev(f int64)   { o.rev = max(o.rev, f) }
 func (o *overlay) nextEventID() int64 { return o.eid }
 func (o *overlay) addEvent(*event)    { o.eid++ }

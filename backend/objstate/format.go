@@ -32,6 +32,7 @@ type entry struct {
 	reset     bool
 	drop      []string // keys removed by a sweep
 	trimBelow int64    // events with lower ids are removed
+	revFloor  int64    // the namespace's last revision becomes at least this
 }
 
 // op is one write of an entry, its expiry resolved to a time.
@@ -153,6 +154,9 @@ func appendEntry(b []byte, e *entry) []byte {
 	}
 	if e.trimBelow > 0 {
 		b = appendIntField(b, "trim_below", e.trimBelow)
+	}
+	if e.revFloor > 0 {
+		b = appendIntField(b, "revision_floor", e.revFloor)
 	}
 	if len(e.ops) > 0 {
 		b = append(appendField(b, "ops"), '[')
@@ -287,6 +291,7 @@ type entryJSON struct {
 	Reset     bool        `json:"reset"`
 	Drop      []string    `json:"drop"`
 	TrimBelow int64       `json:"trim_below"`
+	RevFloor  int64       `json:"revision_floor"`
 	Ops       []opJSON    `json:"ops"`
 	Events    []eventJSON `json:"events"`
 }
@@ -310,7 +315,7 @@ func decodeCommit(raw []byte) (commit, error) {
 	c := commit{pos: cj.Pos, id: cj.ID, entries: make([]entry, len(cj.Entries))}
 	for i := range cj.Entries {
 		ej, e := &cj.Entries[i], &c.entries[i]
-		e.now, e.reset, e.drop, e.trimBelow = int64(ej.Now), ej.Reset, ej.Drop, ej.TrimBelow
+		e.now, e.reset, e.drop, e.trimBelow, e.revFloor = int64(ej.Now), ej.Reset, ej.Drop, ej.TrimBelow, ej.RevFloor
 		e.ops = make([]op, len(ej.Ops))
 		for k := range ej.Ops {
 			oj := &ej.Ops[k]

@@ -2,6 +2,9 @@ package objstate
 
 import (
 	"context"
+	"encoding/hex"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/statesidecar/state/backend"
@@ -188,5 +191,45 @@ func (d *Driver) submit(ctx context.Context, ns string, it *item) (outcome, erro
 	if err != nil {
 		return out, d.closedErr(err)
 	}
+	return out, nil
+}
+
+// RaiseRevision makes the revisions namespace ns gives from now on greater
+// than floor (it does nothing if they already are), so that a copy of
+// another store's records can be written at revisions above the ones it
+// had there: fences and versions keep growing across the copy. It writes a
+// commit, which takes no revision of its own.
+func (d *Driver) RaiseRevision(ctx context.Context, ns string, floor int64) error {
+	_, err := d.submit(ctx, ns, &item{kind: kindFloor, floor: floor})
+	return err
+}
+
+// Namespaces returns the namespaces that have a head in the store, sorted.
+func (d *Driver) Namespaces(ctx context.Context) ([]string, error) {
+	if err := backend.Ended(ctx); err != nil {
+		return nil, err
+	}
+	var out []string
+	prefix := d.opts.Prefix + "ns/"
+	err := d.m.List(ctx, prefix, func(o ObjectInfo) bool {
+		rest := strings.TrimPrefix(o.Key, prefix)
+		name, file, ok := strings.Cut(rest, "/")
+		if !ok || file != "head.json" {
+			return true
+		}
+		if strings.HasPrefix(name, "~") {
+			b, err := hex.DecodeString(name[1:])
+			if err != nil {
+				return true
+			}
+			name = string(b)
+		}
+		out = append(out, name)
+		return true
+	})
+	if err != nil {
+		return nil, d.closedErr(err)
+	}
+	slices.Sort(out)
 	return out, nil
 }

@@ -66,6 +66,7 @@ const (
 	kindSweep
 	kindTrim
 	kindSnapshot
+	kindFloor
 )
 
 // item is a call waiting for a group commit.
@@ -78,6 +79,7 @@ type item struct {
 	sweepQ   *backend.SweepQuery
 	trimQ    *backend.TrimQuery
 	snap     *snapRef
+	floor    int64
 	deadline time.Time
 	taken    bool // a round took it (guarded by space.mu)
 
