@@ -56,7 +56,7 @@ func (c Config) StoreURL() (string, error) {
 			return "", fmt.Errorf("STATE_DIR %q: %w", c.StateDir, err)
 		}
 		return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String(), nil
-	// --- end object-store backends ---
+		// --- end object-store backends ---
 	}
 	return "", fmt.Errorf("%w: unknown backend %q", ErrConfig, c.Backend)
 }
