@@ -79,7 +79,7 @@ func openBench(b *testing.B, o s3state.Options, name string) *state.Store {
 // rawOp returns a raw GET of a small object, or one step of a
 // compare-and-swap chain on one object.
 func rawOp(b *testing.B, o s3state.Options, kind string) func(int64) error {
-	c := s3test.Client(o)
+	c := s3test.Client(b, o)
 	ctx := context.Background()
 	key := o.Prefix + "/raw-" + kind
 	body := []byte(`{"n":1}`)

@@ -34,6 +34,9 @@ type medium struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	rtt    time.Duration // of the first request, for the clock's probes
+	// transport is the client's transport when the medium made it (and
+	// closes its idle connections on Close).
+	transport *http.Transport
 	// notMD5 is set once a write's ETag is not the MD5 of what it wrote
 	// (SSE-KMS): reads can then not be checked (see Read).
 	notMD5 atomic.Bool
@@ -245,6 +248,9 @@ func (m *medium) Uncertainty() time.Duration { return m.clock.uncertainty() }
 func (m *medium) Close() error {
 	m.stop()
 	m.wg.Wait()
+	if m.transport != nil {
+		m.transport.CloseIdleConnections()
+	}
 	return nil
 }
 

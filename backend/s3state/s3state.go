@@ -98,8 +98,10 @@ func Open(ctx context.Context, o Options) (*objstate.Driver, error) {
 	}
 	clk := &serverClock{}
 	hc := o.HTTPClient
+	var own *http.Transport
 	if hc == nil {
-		hc = &http.Client{Transport: transport()}
+		own = transport()
+		hc = &http.Client{Transport: own}
 	}
 	c := s3.New(s3.Options{
 		Region:                     region,
@@ -116,7 +118,7 @@ func Open(ctx context.Context, o Options) (*objstate.Driver, error) {
 		}
 	})
 	life, stop := context.WithCancel(context.Background())
-	m := &medium{c: c, bucket: o.Bucket, clock: clk, stop: stop}
+	m := &medium{c: c, bucket: o.Bucket, clock: clk, stop: stop, transport: own}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	rtt, err := m.probe(pctx)
 	cancel()

@@ -65,7 +65,7 @@ func OptionalURL(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("%s: %v", EnvURL, err)
 	}
-	c := Client(o)
+	c := Client(t, o)
 	EnsureBucket(t, c, o.Bucket)
 	prefix := strings.TrimSuffix(o.Prefix, "/")
 	if prefix != "" {
@@ -99,8 +99,12 @@ func randHex() string {
 
 // Client returns a plain S3 client for the server of o, with the
 // environment's credentials (any, if it has none: gofakes3 and a local
-// versitygw ignore them or were started with them).
-func Client(o s3state.Options) *s3.Client {
+// versitygw ignore them or were started with them). Its idle connections
+// are closed when t ends.
+func Client(t testing.TB, o s3state.Options) *s3.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	t.Cleanup(tr.CloseIdleConnections)
 	creds := o.Credentials
 	if creds == nil {
 		ak, sk := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
@@ -114,6 +118,7 @@ func Client(o s3state.Options) *s3.Client {
 		region = "us-east-1"
 	}
 	return s3.New(s3.Options{Region: region, Credentials: creds, UsePathStyle: o.Endpoint != "" || o.PathStyle,
+		HTTPClient:                 &http.Client{Transport: tr},
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired},
 		func(so *s3.Options) {
@@ -175,7 +180,7 @@ func NewFake(t testing.TB, wrap func(h http.Handler) http.Handler) *Fake {
 	}
 	f := &Fake{Server: httptest.NewServer(h), Bucket: "state-test"}
 	t.Cleanup(f.Server.Close)
-	EnsureBucket(t, Client(f.Options("")), f.Bucket)
+	EnsureBucket(t, Client(t, f.Options("")), f.Bucket)
 	return f
 }
 
