@@ -15,7 +15,7 @@ import (
 func open(t *testing.T, dir string) backend.Driver {
 	t.Helper()
 	d, err := filestate.Open(context.Background(), dir, &filestate.Options{
-		Driver: objstate.Options{TailBytes: 4 << 10, MaxSegments: 4, SnapshotPartBytes: 16 << 10}})
+		Driver: objstate.Options{TailBytes: 4 << 10, MaxSegments: 4, SnapshotMinBytes: 32 << 10, SnapshotPartBytes: 16 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/statesidecar/state/backend/objstate"
@@ -148,7 +149,9 @@ func (m *medium) temp(data []byte) (string, error) {
 
 // lock takes the exclusive lock of key, waiting for another process that
 // holds it (as long as ctx lets it), and returns the function that
-// releases it.
+// releases it. The wait blocks in the kernel, which wakes a waiter as soon
+// as the lock is free: a waiter polling for it would lose it, again and
+// again, to a busy process that takes it back at once.
 func (m *medium) lock(ctx context.Context, key string) (func(), error) {
 	p := filepath.Join(m.dir, lockDir, filepath.FromSlash(key))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -158,21 +161,49 @@ func (m *medium) lock(ctx context.Context, key string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 10*time.Millisecond) {
-		ok, err := tryLock(f)
+	if ok, err := tryLock(f); ok || err != nil {
 		if err != nil {
 			f.Close()
 			return nil, err
 		}
-		if ok {
-			return func() { unlock(f); f.Close() }, nil
-		}
-		select {
-		case <-ctx.Done():
+		return func() { unlock(f); f.Close() }, nil
+	}
+	got := make(chan error, 1)
+	var mu sync.Mutex
+	abandoned := false
+	go func() {
+		err := lockWait(f)
+		mu.Lock()
+		defer mu.Unlock()
+		if abandoned { // the caller gave up: let the lock go at once
+			if err == nil {
+				unlock(f)
+			}
 			f.Close()
-			return nil, fmt.Errorf("%w: waiting for the lock of %s: %w", objstate.ErrTransient, key, ctx.Err())
-		case <-time.After(wait):
+			return
 		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return func() { unlock(f); f.Close() }, nil
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case err := <-got: // taken just now
+			if err == nil {
+				unlock(f)
+			}
+			f.Close()
+		default:
+			abandoned = true
+		}
+		return nil, fmt.Errorf("%w: waiting for the lock of %s: %w", objstate.ErrTransient, key, ctx.Err())
 	}
 }
 

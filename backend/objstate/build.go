@@ -61,6 +61,15 @@ func (s *space) build(group []*item) *attempt {
 				apply(ov, &e)
 				entries = append(entries, e)
 			}
+		case kindMerge:
+			switch h := s.head; {
+			case h != nil && h.holdsRun([]string{it.merge.seg.Key}):
+				// Named by a write whose answer was lost: what it
+				// replaced is named no more.
+				out.applied, out.dropped = true, it.merge.replaced
+			case h != nil && h.holdsRun(it.merge.replaced):
+				a.merge = it.merge
+			}
 		case kindSnapshot:
 			switch h := s.head; {
 			case h != nil && h.snap != nil && h.snap.Parts[0] == it.snap.Parts[0]:

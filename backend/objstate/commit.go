@@ -17,6 +17,7 @@ type attempt struct {
 	commit     *commit
 	raw        []byte // commit, encoded
 	snap       *snapRef
+	merge      *mergeOp
 	dropped    []string // objects the new head no longer names
 	rev, event int64    // counters after the commit
 }
@@ -24,133 +25,135 @@ type attempt struct {
 // round commits group, or, when it is empty, brings the cache up to the
 // head. It tries until it succeeds or ctx ends: a lost race (another
 // process wrote the head first) reads the new head and builds the group
-// again on it; a write whose outcome it did not learn is recognised by its
-// commit's id when the head is read next.
+// again on it. A write whose answer was lost may have landed: the round
+// then reads the head until it knows (its commit's id at the position it
+// wrote, another commit there, or the head unchanged, when it sends the
+// very same write again), and never builds the group again while such a
+// write is pending. So the commit that lands is always the last one built,
+// and an Update function's last call is the one whose Txn was committed.
 func (s *space) round(ctx context.Context, group []*item) error {
-	tries := map[string]*attempt{}
 	var lastErr error
-	for n := 0; ; n++ {
+	fails := 0 // transient failures in a row, for the pause before the next try
+	retry := func(err error) bool {
+		lastErr = err
+		if !errors.Is(err, ErrTransient) && !errors.Is(err, ErrNotExist) {
+			return false
+		}
+		s.pause(ctx, fails)
+		fails++
+		return ctx.Err() == nil
+	}
+	for {
 		if err := ctx.Err(); err != nil {
-			return s.giveUp(err, tries, lastErr)
+			return s.giveUp(err, false, lastErr)
 		}
 		if s.data == nil || len(group) == 0 {
-			changed, landed, err := s.sync(ctx, tries)
-			if err != nil {
-				lastErr = err
-				if s.retryable(ctx, err, n) {
+			if _, _, err := s.sync(ctx, nil); err != nil {
+				if retry(err) {
 					continue
 				}
-				return s.giveUp(err, tries, lastErr)
+				return s.giveUp(err, false, lastErr)
 			}
-			if landed != nil {
-				s.finish(group, landed)
-				return nil
-			}
+			fails = 0
 			if len(group) == 0 {
 				return nil
 			}
-			_ = changed
 		}
 		a := s.build(group)
-		if a.commit == nil && a.snap == nil {
+		if a.commit == nil && a.snap == nil && a.merge == nil {
 			// Nothing to write: the outcomes hold if the head has not
 			// moved since the cache was last known current.
-			changed, landed, err := s.sync(ctx, tries)
+			changed, _, err := s.sync(ctx, nil)
 			switch {
 			case err != nil:
-				lastErr = err
-				if s.retryable(ctx, err, n) {
+				if retry(err) {
 					continue
 				}
-				return s.giveUp(err, tries, lastErr)
-			case landed != nil:
-				s.finish(group, landed)
-				return nil
+				return s.giveUp(err, false, lastErr)
 			case !changed:
 				s.finish(group, a)
 				return nil
 			}
+			fails = 0
 			continue
 		}
 		h, err := s.nextHead(ctx, a)
 		if err != nil {
-			lastErr = err
-			if s.retryable(ctx, err, n) {
+			if retry(err) {
 				continue
 			}
-			return s.giveUp(err, tries, lastErr)
+			return s.giveUp(err, false, lastErr)
 		}
-		if a.commit != nil {
-			tries[a.commit.id] = a
+		done, pending, err := s.writeHead(ctx, h, a, retry)
+		if err != nil {
+			return s.giveUp(err, pending, lastErr)
 		}
-		cond := Cond{IfMatch: s.tag}
-		if s.head == nil {
-			cond = Cond{IfAbsent: true}
-		}
-		tag, err := s.d.write(ctx, s.headKey, h.encode(s.ns), cond)
-		if err == nil {
-			s.wrote = true
-			s.install(h, tag, a)
+		if done {
 			s.finish(group, a)
 			return nil
 		}
-		if !errors.Is(err, ErrConditionFailed) {
-			if !errors.Is(err, ErrTransient) {
-				if a.commit != nil {
-					delete(tries, a.commit.id) // it did not happen
-				}
-				return s.giveUp(err, tries, err)
+		// Another commit took the position: build again on it.
+	}
+}
+
+// writeHead writes h, the head that commits a, conditioned on the head
+// the cache is at, and reports whether a landed. When the answer is lost
+// it reads the head until it knows: a landed (its commit is there), or
+// another commit took its place (a cannot land any more: false), or the
+// head did not move, when it sends the same write again. It returns an
+// error only when it gives up, saying whether a may have landed (pending).
+func (s *space) writeHead(ctx context.Context, h *head, a *attempt, retry func(error) bool) (done, pending bool, err error) {
+	body := h.encode(s.ns)
+	cond := Cond{IfMatch: s.tag}
+	if s.head == nil {
+		cond = Cond{IfAbsent: true}
+	}
+	tries := map[string]*attempt{}
+	if a.commit != nil {
+		tries[a.commit.id] = a
+	}
+	for {
+		tag, err := s.d.write(ctx, s.headKey, body, cond)
+		switch {
+		case err == nil:
+			s.wrote = true
+			s.install(h, tag, a)
+			return true, false, nil
+		case errors.Is(err, ErrTransient):
+			pending = pending || a.commit != nil
+			if !retry(err) {
+				return false, pending, err
 			}
-			lastErr = err
-			s.pause(ctx, n)
+		case !errors.Is(err, ErrConditionFailed):
+			return false, pending, err // this one not written
 		}
-		// Another writer got there first, or the write's outcome is
-		// unknown: read the head; it tells which.
-		_, landed, err := s.sync(ctx, tries)
-		if landed != nil {
-			s.finish(group, landed)
-			return nil
-		}
-		if err != nil {
-			lastErr = err
-			if !s.retryable(ctx, err, n) {
-				return s.giveUp(err, tries, lastErr)
+		// Read the head until it says what became of the write.
+		changed, landed, err := s.sync(ctx, tries)
+		for err != nil {
+			if !retry(err) {
+				return false, pending, err
 			}
+			changed, landed, err = s.sync(ctx, tries)
 		}
+		switch {
+		case landed != nil:
+			return true, false, nil
+		case changed:
+			return false, false, nil
+		}
+		// The head did not move: send the same write again.
 	}
 }
 
-// retryable reports whether a failed step may be tried again, after a
-// pause.
-func (s *space) retryable(ctx context.Context, err error, n int) bool {
-	if !errors.Is(err, ErrTransient) && !errors.Is(err, ErrNotExist) {
-		return false
-	}
-	s.pause(ctx, n)
-	return ctx.Err() == nil
-}
-
-// pause waits before the n-th retry: a few ms growing to a second, jittered.
-func (s *space) pause(ctx context.Context, n int) {
-	d := min(time.Duration(1<<min(n, 10))*5*time.Millisecond, time.Second)
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
-// giveUp returns the error of a round that failed: when a write of it may
-// have landed, its outcome is unknown.
-func (s *space) giveUp(err error, tries map[string]*attempt, last error) error {
+// giveUp returns the error of a round that failed; pending says a write
+// of it may have landed, which makes its outcome unknown.
+func (s *space) giveUp(err error, pending bool, last error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		if last != nil {
+		if last != nil && last != err {
 			err = fmt.Errorf("%w (last error: %w)", err, last)
 		}
 	}
-	if len(tries) > 0 {
+	if pending {
 		// The cache may now be behind a commit of ours: read it afresh.
 		s.dmu.Lock()
 		s.data, s.head, s.tag = nil, nil, ""
@@ -162,11 +165,25 @@ func (s *space) giveUp(err error, tries map[string]*attempt, last error) error {
 	return err
 }
 
+// pause waits before a retry after n transient failures in a row: a few
+// ms growing to a second, jittered.
+func (s *space) pause(ctx context.Context, n int) {
+	d := min(time.Duration(1<<min(n, 10))*5*time.Millisecond, time.Second)
+	d = d/2 + rand.N(d/2+1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // finish gives every call of the group its outcome from a.
 func (s *space) finish(group []*item, a *attempt) {
 	for i, it := range group {
 		it.out = a.outs[i]
-		if it.kind == kindSnapshot && a.snap != nil && a.snap == it.snap {
+		if it.kind == kindSnapshot && a.snap != nil && a.snap == it.snap ||
+			it.kind == kindMerge && a.merge != nil && a.merge == it.merge {
 			it.out.applied = true
 			it.out.dropped = a.dropped
 		}
@@ -190,6 +207,14 @@ func (s *space) nextHead(ctx context.Context, a *attempt) (*head, error) {
 	}
 	if a.snap != nil {
 		a.dropped = h.compact(a.snap)
+	}
+	if a.merge != nil && time.Since(a.merge.started) > s.d.opts.OrphanGrace/2 {
+		a.merge = nil
+	}
+	if a.merge != nil && h.holdsRun(a.merge.replaced) {
+		a.dropped = append(a.dropped, h.replaceRun(a.merge)...)
+	} else {
+		a.merge = nil // a snapshot in the same commit took the run
 	}
 	if a.commit == nil {
 		return h, nil

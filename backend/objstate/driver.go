@@ -23,9 +23,18 @@ type Options struct {
 	// fewer segment writes and a larger head to write each commit.
 	// Defaults to 32 KiB.
 	TailBytes int
-	// MaxSegments is how many segments a head names before a snapshot
-	// replaces them. Defaults to 32.
+	// MaxSegments is how many segments of one level (size) in a row a
+	// head names before they are merged into one segment of the next
+	// level, in the background: a commit is rewritten once per level, and
+	// a head names at most about MaxSegments segments per level. Defaults
+	// to 8.
 	MaxSegments int
+	// SnapshotMinBytes is the least log (segments and the head's commits)
+	// that makes a new snapshot worth writing; a snapshot is written when
+	// the log reaches half the last snapshot's size or this, whichever is
+	// more, so that writing snapshots costs at most about twice writing
+	// the log. Defaults to 1 MiB.
+	SnapshotMinBytes int
 	// SnapshotPartBytes is the size of one part of a snapshot. Defaults to
 	// 4 MiB.
 	SnapshotPartBytes int
@@ -61,7 +70,8 @@ func (o *Options) withDefaults() (Options, error) {
 		}
 	}
 	def(&r.TailBytes, 32<<10)
-	def(&r.MaxSegments, 32)
+	def(&r.MaxSegments, 8)
+	def(&r.SnapshotMinBytes, 1<<20)
 	def(&r.SnapshotPartBytes, 4<<20)
 	def(&r.MaxGroup, 512)
 	defd(&r.RequestTimeout, 30*time.Second)

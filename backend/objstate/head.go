@@ -32,12 +32,15 @@ type snapRef struct {
 	started time.Time
 }
 
-// segRef names a segment: the commits from From to To.
+// segRef names a segment: the commits from From to To. A segment written
+// from a head's commits is of level 0; MaxSegments segments of one level
+// in a row are merged into one of the next.
 type segRef struct {
 	From  int64  `json:"from"`
 	To    int64  `json:"to"`
 	Key   string `json:"key"`
 	Bytes int64  `json:"bytes"`
+	Level int    `json:"level,omitempty"`
 }
 
 // firstInline returns the position of the head's first inline commit (pos+1

@@ -12,7 +12,7 @@ import (
 // the suite's writes go through segments and snapshots too.
 func open(t *testing.T, m objstate.Medium) *objstate.Driver {
 	t.Helper()
-	d, err := objstate.New(m, &objstate.Options{TailBytes: 2 << 10, MaxSegments: 4, SnapshotPartBytes: 8 << 10})
+	d, err := objstate.New(m, &objstate.Options{TailBytes: 2 << 10, MaxSegments: 4, SnapshotMinBytes: 16 << 10, SnapshotPartBytes: 8 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

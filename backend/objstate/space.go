@@ -67,6 +67,7 @@ const (
 	kindTrim
 	kindSnapshot
 	kindFloor
+	kindMerge
 )
 
 // item is a call waiting for a group commit.
@@ -79,6 +80,7 @@ type item struct {
 	sweepQ   *backend.SweepQuery
 	trimQ    *backend.TrimQuery
 	snap     *snapRef
+	merge    *mergeOp
 	floor    int64
 	deadline time.Time
 	taken    bool // a round took it (guarded by space.mu)

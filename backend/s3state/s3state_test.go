@@ -13,7 +13,7 @@ import (
 
 // small makes heads hand their commits to segments and snapshots often, so
 // that the suite goes through them too.
-var small = objstate.Options{TailBytes: 4 << 10, MaxSegments: 4, SnapshotPartBytes: 16 << 10}
+var small = objstate.Options{TailBytes: 4 << 10, MaxSegments: 4, SnapshotMinBytes: 32 << 10, SnapshotPartBytes: 16 << 10}
 
 func open(t *testing.T, o s3state.Options) backend.Driver {
 	t.Helper()
