@@ -15,7 +15,9 @@
 // had before: the namespace's revision at that write, not a count of the
 // key's writes (revisions, and so versions and fences, count per namespace).
 // [IfVersion] turns a write into a compare-and-set. [WithTTL] makes an entry
-// expire. An option a method does not honour is an error naming it.
+// expire. Each method takes only the options it honours, and the compiler
+// checks it: Set takes [SetOption]s, which WithTTL and IfVersion are and
+// [WithFence] is not.
 //
 // A workflow run ([Store.CreateRun]) moves through created → claimed →
 // running → done | failed (a join parent starts waiting, see below). [Store.ClaimRun] is atomic: of any number of

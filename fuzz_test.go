@@ -45,7 +45,7 @@ func FuzzKeyValue(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key string, value []byte, ttl, ifVersion, advanceMs int64) {
 		ctx := context.Background()
 		st, clk := statetest.NewStore(t)
-		var opts []state.Option
+		var opts []state.SetOption
 		if ttl != 0 {
 			opts = append(opts, state.WithTTL(time.Duration(ttl)))
 		}
@@ -111,7 +111,7 @@ func FuzzWorkflow(f *testing.F) {
 		}
 		c, err := st.ClaimRun(ctx, r.ID, agent, state.WithClaimTTL(time.Duration(claimTTL)))
 		checkErr(t, "ClaimRun", err, state.ErrInvalid)
-		opts := []state.Option{}
+		opts := []state.CheckpointOption{}
 		if err == nil {
 			opts = append(opts, state.WithAgent(agent), state.WithFence(c.Fence))
 		}

@@ -26,8 +26,8 @@ type Session struct {
 // SaveSession replaces the whole snapshot of session id with snapshot, which
 // must encode to a JSON object. It honours WithTTL, WithAgent and IfVersion.
 // History records who saved it and its size, not its content.
-func (s *Store) SaveSession(ctx context.Context, id string, snapshot any, opts ...Option) (Session, error) {
-	ss, err := withOptions("SaveSession", opts, func(o callOptions) (Session, error) { return s.saveSession(ctx, id, snapshot, o) })
+func (s *Store) SaveSession(ctx context.Context, id string, snapshot any, opts ...SetOption) (Session, error) {
+	ss, err := s.saveSession(ctx, id, snapshot, collect(opts))
 	return ss, wrap("session.save", id, err)
 }
 
@@ -74,9 +74,7 @@ func (s *Store) RestoreSession(ctx context.Context, id string) (Session, error) 
 
 // DeleteSession removes session id and reports whether a live snapshot was
 // deleted. It honours IfVersion and WithAgent (recorded in history).
-func (s *Store) DeleteSession(ctx context.Context, id string, opts ...Option) (bool, error) {
-	ok, err := withOptions("DeleteSession", opts, func(o callOptions) (bool, error) {
-		return s.deleteRecord(ctx, "session.delete", "session_id", id, layout.Session(id), o)
-	})
+func (s *Store) DeleteSession(ctx context.Context, id string, opts ...DeleteOption) (bool, error) {
+	ok, err := s.deleteRecord(ctx, "session.delete", "session_id", id, layout.Session(id), collect(opts))
 	return ok, wrap("session.delete", id, err)
 }

@@ -47,7 +47,7 @@ type Options struct {
 type SessionStore[S any] struct {
 	st     *state.Store
 	prefix string
-	opts   []state.Option
+	opts   []state.SetOption
 }
 
 var _ session.Store[struct{}] = (*SessionStore[struct{}])(nil)

@@ -14,9 +14,9 @@ import (
 	"github.com/statesidecar/state/backend"
 )
 
-func mustChild(t *testing.T, e storeEnv, parent string, opts ...state.Option) state.Run {
+func mustChild(t *testing.T, e storeEnv, parent string, opts ...state.CreateOption) state.Run {
 	t.Helper()
-	r, err := e.st.CreateRun(ctx, "child", nil, append([]state.Option{state.WithParent(parent)}, opts...)...)
+	r, err := e.st.CreateRun(ctx, "child", nil, append([]state.CreateOption{state.WithParent(parent)}, opts...)...)
 	if err != nil {
 		t.Fatalf("CreateRun(WithParent(%s)): %v", parent, err)
 	}
@@ -166,8 +166,6 @@ func childrenCases() []testCase[storeEnv] {
 			is.Equal(field(err), "key")
 			_, err = e.st.Once(ctx, "k", nil)
 			is.Equal(field(err), "fn")
-			_, err = e.st.Once(ctx, "k", func(context.Context) (any, error) { return 1, nil }, state.WithAgent("a"))
-			is.Equal(field(err), "agent_id") // an option Once does not honour
 			_, err = e.st.Once(ctx, "k", func(context.Context) (any, error) { return func() {}, nil })
 			is.Equal(field(err), "value") // a result that is not JSON records nothing
 			h, err := e.st.Health(ctx)

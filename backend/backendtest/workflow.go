@@ -22,7 +22,7 @@ func mustCreate(t *testing.T, e storeEnv, name string, tags map[string]string) s
 	return r
 }
 
-func mustClaim(t *testing.T, e storeEnv, id, agent string, opts ...state.Option) state.Claim {
+func mustClaim(t *testing.T, e storeEnv, id, agent string, opts ...state.ClaimOption) state.Claim {
 	t.Helper()
 	c, err := e.st.ClaimRun(ctx, id, agent, opts...)
 	if err != nil {
