@@ -22,7 +22,7 @@ import "time"
 // of one call.
 type option interface{ apply(*callOptions) }
 
-// SetOption is an option of Set and SaveSession: WithTTL, WithAgent and
+// SetOption is an option of Set and SetSession: WithTTL, WithAgent and
 // IfVersion.
 type SetOption interface {
 	option
@@ -61,7 +61,7 @@ type ClaimOption interface {
 	claimOption()
 }
 
-// CheckpointOption is an option of Checkpoint: WithAgent, WithFence and
+// CheckpointOption is an option of CheckpointRun: WithAgent, WithFence and
 // WithStatus.
 type CheckpointOption interface {
 	option
@@ -82,7 +82,7 @@ type OnceOption interface {
 	onceOption()
 }
 
-// TTLOption is the option WithTTL returns, honoured by Set, SaveSession,
+// TTLOption is the option WithTTL returns, honoured by Set, SetSession,
 // SetMany and Once.
 type TTLOption interface {
 	SetOption
@@ -91,7 +91,7 @@ type TTLOption interface {
 }
 
 // AgentOption is the option WithAgent returns, honoured by Set,
-// SaveSession, SetMany, Delete, DeleteSession, CreateRun, Checkpoint,
+// SetSession, SetMany, Delete, DeleteSession, CreateRun, CheckpointRun,
 // CompleteRun and FailRun.
 type AgentOption interface {
 	SetOption
@@ -103,7 +103,7 @@ type AgentOption interface {
 }
 
 // VersionOption is the option IfVersion returns, honoured by Set,
-// SaveSession, Delete and DeleteSession.
+// SetSession, Delete and DeleteSession.
 type VersionOption interface {
 	SetOption
 	DeleteOption
@@ -116,7 +116,7 @@ type ClaimTTLOption interface {
 	OnceOption
 }
 
-// FenceOption is the option WithFence returns, honoured by Checkpoint,
+// FenceOption is the option WithFence returns, honoured by CheckpointRun,
 // CompleteRun and FailRun.
 type FenceOption interface {
 	CheckpointOption
@@ -129,14 +129,14 @@ type FenceOption interface {
 // earlier TTL. For Once, it is how long the recorded result is kept.
 func WithTTL(ttl time.Duration) TTLOption { return ttlOption(ttl) }
 
-// WithAgent records who writes (Set, Delete, SetMany, SaveSession,
-// DeleteSession, CreateRun) and, for Checkpoint, CompleteRun and FailRun,
+// WithAgent records who writes (Set, Delete, SetMany, SetSession,
+// DeleteSession, CreateRun) and, for CheckpointRun, CompleteRun and FailRun,
 // requires that this agent holds the run's live claim. An agent that
 // restarted and reuses the holder's id passes this check: only WithFence
 // tells them apart.
 func WithAgent(agentID string) AgentOption { return agentOption(agentID) }
 
-// IfVersion makes Set, Delete, SaveSession and DeleteSession a
+// IfVersion makes Set, Delete, SetSession and DeleteSession a
 // compare-and-set: the write happens only if the current version equals
 // version, where 0 means the key must be absent. Otherwise the call fails
 // with a *ConflictError naming the current version.
@@ -147,7 +147,7 @@ func IfVersion(version int64) VersionOption { return versionOption(version) }
 // it is rounded up to a whole number of milliseconds.
 func WithClaimTTL(ttl time.Duration) ClaimTTLOption { return claimTTLOption(ttl) }
 
-// WithFence requires, for Checkpoint, CompleteRun and FailRun, that the
+// WithFence requires, for CheckpointRun, CompleteRun and FailRun, that the
 // caller's claim still carries this fence token: a worker whose claim
 // expired and was taken over cannot overwrite its successor, and is not
 // told that finishing an already finished run succeeded. Every claim has a
@@ -155,7 +155,7 @@ func WithClaimTTL(ttl time.Duration) ClaimTTLOption { return claimTTLOption(ttl)
 // reuses the holder's id.
 func WithFence(fence int64) FenceOption { return fenceOption(fence) }
 
-// WithStatus makes a Checkpoint finish the run as StatusDone or
+// WithStatus makes a CheckpointRun finish the run as StatusDone or
 // StatusFailed in the same atomic write.
 func WithStatus(s Status) CheckpointOption { return statusOption(s) }
 

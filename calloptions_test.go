@@ -24,7 +24,7 @@ var optionCalls = []struct {
 	honours             []string
 }{
 	{"Set", "SetOption", `st.Set(ctx, "k", 1, %s)`, []string{"WithTTL", "WithAgent", "IfVersion"}},
-	{"SaveSession", "SetOption", `st.SaveSession(ctx, "s", map[string]any{}, %s)`, []string{"WithTTL", "WithAgent", "IfVersion"}},
+	{"SetSession", "SetOption", `st.SetSession(ctx, "s", map[string]any{}, %s)`, []string{"WithTTL", "WithAgent", "IfVersion"}},
 	{"SetMany", "SetManyOption", `st.SetMany(ctx, nil, %s)`, []string{"WithTTL", "WithAgent"}},
 	{"Delete", "DeleteOption", `st.Delete(ctx, "k", %s)`, []string{"WithAgent", "IfVersion"}},
 	{"DeleteSession", "DeleteOption", `st.DeleteSession(ctx, "s", %s)`, []string{"WithAgent", "IfVersion"}},
@@ -32,7 +32,7 @@ var optionCalls = []struct {
 	{"ListRuns", "ListOption", `st.ListRuns(ctx, %s)`, []string{"WithLimit", "WithCursor"}},
 	{"CreateRun", "CreateOption", `st.CreateRun(ctx, "job", nil, %s)`, []string{"WithAgent", "WithParent", "WithJoin", "WithIdempotencyKey"}},
 	{"ClaimRun", "ClaimOption", `st.ClaimRun(ctx, "wf-1", "A", %s)`, []string{"WithClaimTTL"}},
-	{"Checkpoint", "CheckpointOption", `st.Checkpoint(ctx, "wf-1", 1, "x", %s)`, []string{"WithAgent", "WithFence", "WithStatus"}},
+	{"CheckpointRun", "CheckpointOption", `st.CheckpointRun(ctx, "wf-1", 1, "x", %s)`, []string{"WithAgent", "WithFence", "WithStatus"}},
 	{"CompleteRun", "FinishOption", `st.CompleteRun(ctx, "wf-1", %s)`, []string{"WithAgent", "WithFence"}},
 	{"FailRun", "FinishOption", `st.FailRun(ctx, "wf-1", %s)`, []string{"WithAgent", "WithFence"}},
 	{"Once", "OnceOption", `st.Once(ctx, "k", nil, %s)`, []string{"WithTTL", "WithClaimTTL"}},

@@ -24,7 +24,7 @@ type Resume struct {
 	Outputs []StepOutput
 }
 
-// Checkpoint stores output as the output of step (replaying a step
+// CheckpointRun stores output as the output of step (replaying a step
 // overwrites it), raises the run's last step to step if it is higher, moves
 // a created or claimed run to running and extends the live claim, if any, by
 // its claim TTL: every checkpoint is a heartbeat.
@@ -40,7 +40,7 @@ type Resume struct {
 // worker that lost its claim is never told that its write succeeded. Only
 // WithFence tells the holder apart from an agent that restarted and reuses
 // the holder's id. An unknown run is an error matching ErrNotFound.
-func (s *Store) Checkpoint(ctx context.Context, id string, step int64, output any, opts ...CheckpointOption) (Run, error) {
+func (s *Store) CheckpointRun(ctx context.Context, id string, step int64, output any, opts ...CheckpointOption) (Run, error) {
 	r, err := s.checkpoint(ctx, id, step, output, collect(opts))
 	return r, wrap("workflow.checkpoint", id, err)
 }
@@ -141,7 +141,7 @@ func checkLastHolder(o callOptions, v *layout.RunValue) error {
 }
 
 // CompleteRun finishes run id as done. It honours WithAgent and WithFence
-// (see Checkpoint): with either, a caller that does not hold the run's live
+// (see CheckpointRun): with either, a caller that does not hold the run's live
 // claim gets a *NotHeldError. Completing a done run again succeeds without
 // change, for a caller giving WithAgent or WithFence only when they match
 // the claim that was last on the run.

@@ -14,7 +14,7 @@ type Claim struct {
 	// Run is the run after the claim.
 	Run Run
 	// Fence identifies this claim; it is strictly greater than the fence of
-	// every earlier claim of the run. Pass it to Checkpoint with WithFence.
+	// every earlier claim of the run. Pass it to CheckpointRun with WithFence.
 	Fence int64
 	// Attempt counts the run's claims, this one included.
 	Attempt int64

@@ -118,8 +118,8 @@ func FuzzWorkflow(f *testing.F) {
 		if status != "" {
 			opts = append(opts, state.WithStatus(state.Status(status)))
 		}
-		run, err := st.Checkpoint(ctx, r.ID, step, json.RawMessage(output), opts...)
-		checkErr(t, "Checkpoint", err, state.ErrInvalid)
+		run, err := st.CheckpointRun(ctx, r.ID, step, json.RawMessage(output), opts...)
+		checkErr(t, "CheckpointRun", err, state.ErrInvalid)
 		res, rerr := st.ResumeRun(ctx, r.ID)
 		checkErr(t, "ResumeRun", rerr)
 		if err == nil {
@@ -142,15 +142,15 @@ func FuzzLease(f *testing.F) {
 	f.Fuzz(func(t *testing.T, resource, a, b string, ttl, advanceMs int64) {
 		ctx := context.Background()
 		st, clk := statetest.NewStore(t)
-		la, err := st.TryAcquire(ctx, resource, a, time.Duration(ttl))
-		checkErr(t, "TryAcquire", err, state.ErrInvalid)
+		la, err := st.TryAcquireLease(ctx, resource, a, time.Duration(ttl))
+		checkErr(t, "TryAcquireLease", err, state.ErrInvalid)
 		if err != nil {
 			return
 		}
 		clk.Advance(time.Duration(advanceMs%(1<<40)) * time.Millisecond)
 		live := la.ExpiresAt.After(clk.Now())
-		lb, err := st.TryAcquire(ctx, resource, b, time.Duration(ttl))
-		checkErr(t, "second TryAcquire", err, state.ErrLeaseHeld, state.ErrInvalid)
+		lb, err := st.TryAcquireLease(ctx, resource, b, time.Duration(ttl))
+		checkErr(t, "second TryAcquireLease", err, state.ErrLeaseHeld, state.ErrInvalid)
 		if errors.Is(err, state.ErrInvalid) {
 			return
 		}
@@ -187,10 +187,10 @@ func FuzzPaging(f *testing.F) {
 		checkErr(t, "ListRuns", err, state.ErrInvalid)
 		_, err = st.History(ctx, state.HistoryQuery{Key: prefix, Limit: limit, Before: int64(len(cursor))})
 		checkErr(t, "History", err, state.ErrInvalid)
-		_, err = st.SaveSession(ctx, session, json.RawMessage(cursor))
-		checkErr(t, "SaveSession", err, state.ErrInvalid)
-		_, err = st.RestoreSession(ctx, session)
-		checkErr(t, "RestoreSession", err, state.ErrInvalid, state.ErrNotFound)
+		_, err = st.SetSession(ctx, session, json.RawMessage(cursor))
+		checkErr(t, "SetSession", err, state.ErrInvalid)
+		_, err = st.GetSession(ctx, session)
+		checkErr(t, "GetSession", err, state.ErrInvalid, state.ErrNotFound)
 	})
 }
 

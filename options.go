@@ -49,7 +49,7 @@ type Options struct {
 	// Tracer, if set, brackets every backend call with a context (for
 	// tracing: package otelstate gives each call a span).
 	Tracer Tracer
-	// LeasePollInterval is the longest a blocking Acquire, or a Once
+	// LeasePollInterval is the longest a blocking AcquireLease, or a Once
 	// waiting for another caller's effect, waits before trying again.
 	// Defaults to 100 milliseconds.
 	LeasePollInterval time.Duration

@@ -23,10 +23,10 @@ type Session struct {
 	ExpiresAt time.Time
 }
 
-// SaveSession replaces the whole snapshot of session id with snapshot, which
+// SetSession replaces the whole snapshot of session id with snapshot, which
 // must encode to a JSON object. It honours WithTTL, WithAgent and IfVersion.
 // History records who saved it and its size, not its content.
-func (s *Store) SaveSession(ctx context.Context, id string, snapshot any, opts ...SetOption) (Session, error) {
+func (s *Store) SetSession(ctx context.Context, id string, snapshot any, opts ...SetOption) (Session, error) {
 	ss, err := s.saveSession(ctx, id, snapshot, collect(opts))
 	return ss, wrap("session.save", id, err)
 }
@@ -61,9 +61,9 @@ func (s *Store) saveSession(ctx context.Context, id string, sctx any, o callOpti
 // sizeJSON is the history summary of a session snapshot.
 func sizeJSON(n int) []byte { return []byte(`{"size":` + strconv.Itoa(n) + `}`) }
 
-// RestoreSession returns the live snapshot of session id, or an error
+// GetSession returns the live snapshot of session id, or an error
 // matching ErrNotFound.
-func (s *Store) RestoreSession(ctx context.Context, id string) (Session, error) {
+func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
 	r, err := s.getRecord(ctx, "session_id", id, layout.Session(id))
 	if err != nil {
 		return Session{}, wrap("session.restore", id, err)

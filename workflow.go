@@ -62,7 +62,7 @@ type Run struct {
 	LastStep int64
 	// Attempt counts the claims: 1 after the first, +1 per takeover.
 	Attempt int64
-	// Fence increases with every new claim; workers pass it to Checkpoint
+	// Fence increases with every new claim; workers pass it to CheckpointRun
 	// (WithFence) so that a stale worker cannot overwrite its successor.
 	Fence     int64
 	CreatedAt time.Time

@@ -194,7 +194,7 @@ type ClaimResult struct {
 
 // Leaser is implemented by drivers that acquire, renew and release leases in
 // one round trip each. Lease must follow exactly the rules of
-// state.Store.TryAcquire, Renew and Release, keep the lease record in the
+// state.Store.TryAcquireLease, RenewLease and ReleaseLease, keep the lease record in the
 // layout package state reads (Writer is the holder, CreateRevision the
 // fence) and append the same history events.
 //

@@ -197,7 +197,7 @@ func workflowCheckpoint(ctx context.Context, st *state.Store, a args, _ *Options
 	if a.has("status") {
 		opts = append(opts, state.WithStatus(state.Status(a.str("status"))))
 	}
-	if _, err := st.Checkpoint(ctx, id, step, a.raw("output"), opts...); err != nil {
+	if _, err := st.CheckpointRun(ctx, id, step, a.raw("output"), opts...); err != nil {
 		return nil, err
 	}
 	return checkpointResult{OK: true, RunID: id, Step: step}, nil

@@ -104,7 +104,7 @@ func childrenCases() []testCase[storeEnv] {
 			is.Equal(len(page.Runs), 4) // discovery filters by parent
 			c := mustClaim(t, e, kids[0].ID, "A")
 			mustClaim(t, e, kids[1].ID, "B")
-			_, err = e.st.Checkpoint(ctx, kids[1].ID, 1, "x")
+			_, err = e.st.CheckpointRun(ctx, kids[1].ID, 1, "x")
 			is.NoErr(err)
 			_, err = e.st.CompleteRun(ctx, kids[2].ID)
 			is.NoErr(err)
@@ -204,7 +204,7 @@ func childrenCases() []testCase[storeEnv] {
 			_, err = e.st.ClaimRun(ctx, p.ID, "agg")
 			var ce *state.ClaimError
 			is.True(errors.As(err, &ce) && ce.Status == state.StatusWaiting) // the reason names the status
-			_, err = e.st.Checkpoint(ctx, p.ID, 1, "x")
+			_, err = e.st.CheckpointRun(ctx, p.ID, 1, "x")
 			is.True(errors.Is(err, state.ErrWaiting)) // nor can it be checkpointed
 			mustClaim(t, e, a.ID, "w1")
 			_, err = e.st.CompleteRun(ctx, a.ID, state.WithAgent("w1"))
@@ -263,7 +263,7 @@ func childrenCases() []testCase[storeEnv] {
 				if i%2 == 0 {
 					_, err = st.CompleteRun(ctx, kids[i].ID, state.WithFence(claims[i].Fence))
 				} else {
-					_, err = st.Checkpoint(ctx, kids[i].ID, 1, "out", state.WithFence(claims[i].Fence), state.WithStatus(state.StatusFailed))
+					_, err = st.CheckpointRun(ctx, kids[i].ID, 1, "out", state.WithFence(claims[i].Fence), state.WithStatus(state.StatusFailed))
 				}
 				rc.record(i, call)
 				if err != nil {

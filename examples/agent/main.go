@@ -155,7 +155,7 @@ func worker(name string) int {
 		if step == lastStep {
 			opts = append(opts, state.WithStatus(state.StatusDone))
 		}
-		if _, err := st.Checkpoint(ctx, runID, step, json.RawMessage(out), opts...); err != nil {
+		if _, err := st.CheckpointRun(ctx, runID, step, json.RawMessage(out), opts...); err != nil {
 			return fail(err)
 		}
 		fmt.Printf("%s: checkpointed step %d\n", agent, step)
