@@ -32,9 +32,9 @@ func fill(t *testing.T, st *state.Store) (fence int64) {
 	is.NoErr(err)
 	_, err = st.ClaimRun(ctx, r1.ID, "agent-1")
 	is.NoErr(err)
-	l, err := st.TryAcquire(ctx, "printer", "agent-2", time.Hour)
+	l, err := st.TryAcquireLease(ctx, "printer", "agent-2", time.Hour)
 	is.NoErr(err)
-	_, err = st.SaveSession(ctx, "s1", map[string]any{"step": 3})
+	_, err = st.SetSession(ctx, "s1", map[string]any{"step": 3})
 	is.NoErr(err)
 	return l.Fence
 }

@@ -63,7 +63,7 @@ func TestExpiryFollowsTheServersClock(t *testing.T) {
 			t.Errorf("the store's server time is %v off the server's clock", d)
 		}
 	}
-	l, err := a.TryAcquire(ctx, "res", "holder-a", time.Minute)
+	l, err := a.TryAcquireLease(ctx, "res", "holder-a", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

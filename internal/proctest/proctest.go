@@ -101,7 +101,7 @@ func runChild(role, url string) int {
 						out.printf("err claim: %v", err)
 					}
 					res := "res-" + r.ID
-					if _, err := st.TryAcquire(ctx, res, agent, time.Hour); err == nil {
+					if _, err := st.TryAcquireLease(ctx, res, agent, time.Hour); err == nil {
 						out.printf("lease %s %s", res, agent)
 					} else if !errors.Is(err, state.ErrLeaseHeld) {
 						out.printf("err lease: %v", err)
@@ -121,7 +121,7 @@ func runChild(role, url string) int {
 		}
 		for n := 0; n < fenceRounds; {
 			start := time.Now().UnixNano()
-			l, err := st.TryAcquire(ctx, "fenced", me, time.Minute)
+			l, err := st.TryAcquireLease(ctx, "fenced", me, time.Minute)
 			end := time.Now().UnixNano()
 			switch {
 			case errors.Is(err, state.ErrLeaseHeld):
@@ -131,7 +131,7 @@ func runChild(role, url string) int {
 				return 1
 			}
 			out.printf("fence %d %d %d", l.Fence, start, end)
-			if _, err := st.Release(ctx, "fenced", me); err != nil {
+			if _, err := st.ReleaseLease(ctx, "fenced", me); err != nil {
 				out.printf("err release: %v", err)
 				return 1
 			}
