@@ -60,14 +60,15 @@
 //
 // # Reads: how a reader knows it is current
 //
-// A read waits for the leader's next check that the cache is current: a
-// read of the head conditioned on the tag last seen (GET If-None-Match on
-// S3, answered 304 when nothing changed), which the leader makes once for
-// every read that arrived before it began. When the head changed, the
-// leader applies the new commits first. So a read sees every commit
+// A read waits for a check that the cache is current: a read of the head
+// conditioned on the tag the cache is at (GET If-None-Match on S3,
+// answered 304 when nothing changed), begun after the read arrived, which
+// serves every read that arrived before it began (up to two checks run at
+// once, each taking the reads that arrived since the one before, and they
+// do not wait for the leader, which may be writing). When the head moved,
+// the leader applies the new commits first. So a read sees every commit
 // acknowledged before it began, by any process, and costs one cheap request
-// shared by all the reads waiting at the time; a successful write of the
-// head serves as that check for the reads queued before it.
+// shared by all the reads waiting at the time.
 //
 // # A crashed writer, snapshots, garbage
 //

@@ -27,6 +27,9 @@ type space struct {
 	queue   []*item
 	next    *round // the round that readers arriving now wait for
 	leading bool
+	// Read checks (check.go).
+	checking int    // checks in flight
+	waiting  *round // readers waiting for the next check to start
 
 	// dmu guards what follows; only the leader writes it.
 	dmu  sync.RWMutex
@@ -146,8 +149,22 @@ func (s *space) submit(ctx context.Context, it *item) (outcome, error) {
 
 // current waits until the cache is as current as the head was at some
 // moment after the call began, and returns the data under the read lock;
-// the caller calls release when done reading.
+// the caller calls release when done reading. It takes a read check
+// (check.go) and, when that cannot tell (the head moved, the cache is not
+// loaded, the request failed), the leader's next round, which brings the
+// cache up to the head.
 func (s *space) current(ctx context.Context) (d *data, release func(), err error) {
+	if r, err := s.awaitCheck(ctx); err != nil || r.err == nil {
+		if err == nil {
+			s.dmu.RLock()
+			if s.data != nil {
+				return s.data, s.dmu.RUnlock, nil
+			}
+			s.dmu.RUnlock() // the leader dropped the cache meanwhile
+		} else {
+			return nil, nil, err
+		}
+	}
 	s.lock()
 	if s.next == nil {
 		s.next = &round{done: make(chan struct{})}
