@@ -16,9 +16,13 @@ import (
 // server's offset from the local clock is in [D-r, D+1s-s]. Every answer
 // narrows the interval (its bounds are kept, widened by a drift allowance
 // as they age); answers that happen to straddle a change of second narrow
-// it to about a round trip. The estimate is the interval's middle. Reading
-// the server's clock costs no request of its own: every request the store
-// makes brings a sample, and Calibrate adds a few timed ones.
+// it to about a round trip. The estimate is the offset in the interval
+// nearest to zero: the local clock itself when the server's agrees with it
+// as far as the answers tell (two machines synchronised by NTP), so that
+// the estimate does not wander as the interval narrows; else the bound
+// nearest to it. Reading the server's clock costs no request of its own:
+// every request the store makes brings a sample, and the medium adds a few
+// timed ones (calibrate).
 type serverClock struct {
 	mu     sync.Mutex
 	lo, hi time.Duration // bounds on server time minus local time
@@ -60,7 +64,7 @@ func (c *serverClock) now() time.Time {
 	defer c.mu.Unlock()
 	t := time.Now()
 	if c.ok {
-		t = t.Add((c.lo + c.hi) / 2)
+		t = t.Add(min(max(0, c.lo), c.hi))
 	}
 	if t.Before(c.last) {
 		return c.last
@@ -69,8 +73,8 @@ func (c *serverClock) now() time.Time {
 	return t
 }
 
-// uncertainty returns half the width of the interval: how far the
-// estimate may be from the server's clock (a second before any answer).
+// uncertainty returns the width of the interval: how far the estimate may
+// be from the server's clock (a second before any answer).
 func (c *serverClock) uncertainty() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -78,7 +82,15 @@ func (c *serverClock) uncertainty() time.Duration {
 		return time.Second
 	}
 	widen := time.Duration(float64(time.Since(c.at)) * driftPPM / 1e6)
-	return (c.hi-c.lo)/2 + widen
+	return c.hi - c.lo + 2*widen
+}
+
+// skewed reports whether the answers rule the local clock out: the
+// server's clock is certainly ahead or behind.
+func (c *serverClock) skewed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ok && (c.lo > 0 || c.hi < 0)
 }
 
 // nextProbe returns when a request should reach the server to narrow the

@@ -48,3 +48,21 @@ func TestClockStartsOverWhenAClockIsStepped(t *testing.T) {
 		t.Fatalf("after the step the interval is [%v, %v], want about an hour", c.lo, c.hi)
 	}
 }
+
+// TestClockKeepsTheMachinesWhenTheServerAgrees: with a server whose clock
+// is the machine's, the estimate is the machine's clock from the first
+// answer on, so that it does not move as the interval narrows (a store's
+// timestamps and the driver's expiry then agree from the start).
+func TestClockKeepsTheMachinesWhenTheServerAgrees(t *testing.T) {
+	c := &serverClock{}
+	now := time.Now()
+	c.observe(now.Add(-time.Millisecond), now, now.Format(http.TimeFormat))
+	if c.skewed() {
+		t.Fatal("a server in step with the machine is taken as skewed")
+	}
+	before := time.Now()
+	got := c.now()
+	if got.Before(before) || got.After(time.Now()) {
+		t.Errorf("the estimate %v is not the machine's clock (%v)", got, before)
+	}
+}
