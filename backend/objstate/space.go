@@ -2,7 +2,6 @@ package objstate
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -311,7 +310,3 @@ func (s *space) roundContext(group []*item) (context.Context, context.CancelFunc
 	}
 	return context.WithDeadline(s.d.life, latest)
 }
-
-// errRetry is what a round's step returns when it should start over from
-// a fresh head.
-var errRetry = errors.New("objstate: retry")
