@@ -39,7 +39,10 @@ func (s *space) awaitCheck(ctx context.Context) (*round, error) {
 		s.waiting = nil
 		s.checking++
 		s.unlock()
-		s.check(r)
+		s.check(ctx, r) // bounded by the caller's deadline: reads that waited for it ask the leader if it runs out
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		return r, nil
 	}
 	s.waiting = r
@@ -58,7 +61,7 @@ func (s *space) startCheck() {
 	r := s.waiting
 	s.waiting = nil
 	s.checking++
-	if !s.d.start(func() { s.check(r) }) {
+	if !s.d.start(func() { s.check(s.d.life, r) }) {
 		s.checking--
 		r.err = backend.ErrClosed
 		close(r.done)
@@ -67,13 +70,13 @@ func (s *space) startCheck() {
 
 // check runs one read check for the reads of r, then starts the next one
 // if reads wait for it.
-func (s *space) check(r *round) {
+func (s *space) check(ctx context.Context, r *round) {
 	s.dmu.RLock()
 	tag, loaded := s.tag, s.data != nil
 	s.dmu.RUnlock()
 	r.err = errAskLeader
 	if loaded && tag != "" {
-		if _, err := s.d.read(s.d.life, s.headKey, tag); errors.Is(err, ErrUnchanged) {
+		if _, err := s.d.read(ctx, s.headKey, tag); errors.Is(err, ErrUnchanged) {
 			r.err = nil
 		}
 	}
