@@ -43,7 +43,7 @@
 //     every call waiting at the time; the head carries the newest commits
 //     itself, so a commit needs no other object. When the commits in the
 //     head exceed Options.TailBytes, the next commit first writes them as a
-//     segment (one more PUT, every few hundred commits).
+//     segment (one more PUT, about every hundred small commits).
 //   - another process wrote first (the condition failed): the leader reads
 //     the new head, applies the commits it lacks (from the head, fetching
 //     segments if it fell far behind) and builds the group again on it. A
@@ -78,11 +78,16 @@
 // names, which readers never look at (an orphan); a writer that dies with
 // a head write in flight either changed the head or did not.
 //
-// When a head names Options.MaxSegments segments, or more bytes of them
-// than its snapshot has, the leader freezes its cache (a copy-on-write
-// clone of the key order, at once) and writes it as a new snapshot in the
-// background, then has the head name the snapshot instead of the segments
-// it covers, by a conditional write like any commit's. The objects that
+// In the background, one job at a time per namespace: when the head names
+// Options.MaxSegments segments of one level in a row, they are merged into
+// one segment of the next level (so a head names few segments, and a
+// commit is rewritten once per level); when the log since the last
+// snapshot reaches half that snapshot (Options.SnapshotMinBytes at least),
+// the leader freezes its cache (a copy-on-write clone of the key order, at
+// once) and writes it as a new snapshot (so writing snapshots costs at most
+// about twice writing the log). Either way the leader then has the head
+// name the new object instead of those it replaces, by a conditional write
+// like any commit's. The objects that
 // head no longer names are deleted at once: no head can name them again,
 // because every head is written conditioned on the one before it (a writer
 // that read an older head fails its condition and reads the new one), and
@@ -108,7 +113,7 @@
 //
 // # Costs
 //
-// A write is one conditional PUT of the head (plus, every few hundred
+// A write is one conditional PUT of the head (plus, about every hundred
 // commits, one PUT of a segment), whatever the number of calls in its
 // group; a read is one conditional GET of the head, answered 304 while
 // nothing changed, whatever the number of reads waiting. A process that
