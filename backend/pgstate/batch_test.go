@@ -362,17 +362,18 @@ func TestSetsAndLeasesKeepTheirOrderInABatch(t *testing.T) {
 	}
 }
 
-// TestAStatementFailingInABatchFailsOnlyItsCall stores a run the claim
-// function refuses to read and claims it in a batch with good runs: the
-// server fails the batch, which commits nothing, and each claim is sent
-// again alone: the good ones succeed, the bad one fails on its own.
+// TestAStatementFailingInABatchFailsOnlyItsCall corrupts the columns of a
+// run, which the claim function refuses to read, and claims it in a batch
+// with good runs: the server fails the batch, which commits nothing, and
+// each claim is sent again alone: the good ones succeed, the bad one fails
+// on its own.
 func TestAStatementFailingInABatchFailsOnlyItsCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
 	e := newBatchEnv(t, ctx, "ns")
 	ids := e.runs(t, ctx, 4)
-	if _, err := e.side.Exec(ctx, `UPDATE `+e.d.q.s+`.records SET value = '{"not":"a run"}' WHERE ns = 'ns' AND key = $1`,
-		[]byte(layout.Run(ids[2]))); err != nil {
+	if _, err := e.side.Exec(ctx, `UPDATE `+e.d.q.s+`.records SET run_status = NULL WHERE ns = 'ns' AND key = $1`,
+		[]byte(backend.RunKey(ids[2]))); err != nil {
 		t.Fatal(err)
 	}
 	errs := e.claimTogether(t, ctx, ids[0], ids[1:]...)
