@@ -11,7 +11,7 @@ import (
 
 // needParent is the claim function's answer when the run is a child whose
 // fresh claim must also count on its parent, named in the answer's writer
-// (see migrations/003_claim.sql).
+// (see migrations/004_run_columns.sql).
 const needParent = 7
 
 // countClaimed is the record key of the counter of claimed runs.
@@ -21,7 +21,7 @@ const countClaimed = backend.ClaimedRunsKey
 // hold its fields (see migrations/004_run_columns.sql).
 const skipped = 0
 
-// ClaimRun implements backend.Claimer: one call of the claim function (see
+// ClaimRun implements backend.Claimer: one call of the claim_run function (see
 // migrations/004_run_columns.sql), which reads the run's fields from its
 // columns (holding its claim), decides as state.Store.ClaimRun does, and
 // writes the run, the counter of claimed runs when the status changes and

@@ -72,9 +72,9 @@ func migrateTo(t *testing.T, ctx context.Context, pool *pgxpool.Pool, schema str
 // store a run (its JSON, before the run columns existed) and then opens
 // the driver, which migrates the schema to version 4: the run reads back
 // as it was, its first claim is served by package state's portable code
-// (the claim function answers that the run's columns do not hold, and the
+// (claim_run answers that the run's columns do not hold, and the
 // driver backend.ErrSkip), whose commit fills the columns, and from then
-// on the claim function alone serves its claims.
+// on claim_run alone serves its claims.
 func TestRunsStoredBeforeVersion4AreClaimed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
@@ -151,7 +151,7 @@ func TestRunsStoredBeforeVersion4AreClaimed(t *testing.T) {
 		t.Fatalf("first claim: %+v, %v", c, err)
 	}
 	if !slices.Equal(ops, []string{"claim", "update"}) {
-		t.Errorf("the first claim made the calls %v; want the claim function's, then the portable claim's", ops)
+		t.Errorf("the first claim made the calls %v; want claim_run's, then the portable claim's", ops)
 	}
 	if held, status := columns(); !held || status == nil || *status != backend.RunClaimed {
 		t.Errorf("after its first claim the run's columns hold %v, status %v; want claimed", held, status)
@@ -162,7 +162,7 @@ func TestRunsStoredBeforeVersion4AreClaimed(t *testing.T) {
 		t.Fatalf("heartbeat: %+v, %v", c, err)
 	}
 	if !slices.Equal(ops, []string{"claim"}) {
-		t.Errorf("a heartbeat made the calls %v; want the claim function's alone", ops)
+		t.Errorf("a heartbeat made the calls %v; want claim_run's alone", ops)
 	}
 
 	// A process of an earlier version, still running beside this one,

@@ -86,7 +86,7 @@ func newQueries(schema string) queries {
 	q.reset = `SELECT records, events FROM ` + s + `.reset($1::text, $2::bigint, $3::bytea[], $4::bytea[])`
 	q.sweep = `SELECT swept, records, events, more FROM ` + s + `.sweep($1::bigint, $2::bigint, $3::bigint,
 		$4::integer, $5::bigint, $6::bigint)`
-	q.claim = `SELECT outcome, now, reclaimed, value, writer, rev, crev, updated_at, expires_at FROM ` + s + `.claim(
+	q.claim = `SELECT outcome, now, reclaimed, value, writer, rev, crev, updated_at, expires_at FROM ` + s + `.claim_run(
 		$1::text, $2::bigint, $3::bigint, $4::bigint, $5::bigint, $6::bytea, $7::bytea, $8::text, $9::text,
 		$10::bigint, $11::bytea, $12::bigint, $13::bytea, $14::text)`
 	q.trim = `SELECT trimmed, events FROM ` + s + `.trim($1::text, $2::bigint, $3::bigint, $4::integer)`

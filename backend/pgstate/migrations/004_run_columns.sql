@@ -1,6 +1,7 @@
 -- Schema version 4 of package pgstate: the fields of a run that a claim
--- reads, in columns of their own, so that the claim function reads each
--- one directly instead of finding it in the run's JSON text.
+-- reads, in columns of their own, so that the claim function (claim_run,
+-- which replaces claim) reads each one directly instead of finding it in
+-- the run's JSON text.
 --
 -- A run record's value is still the run's JSON (backend.RunValue), which
 -- every read returns as it is. Its head (backend.RunHead: status to
@@ -10,11 +11,13 @@
 -- new head before value's tail without parsing either. The columns hold
 -- only while run_rev is the record's rev: a write that does not fill them
 -- (an earlier version's commit or claim, a put of something that is not a
--- run) leaves run_rev behind, and the claim function then answers outcome
--- 0, which the driver turns into backend.ErrSkip: package state claims the
--- run with its portable code, whose commit fills the columns again. So
--- runs stored before this version need no rewrite here: each is brought
--- over by its first claim, or any other write of it.
+-- run) leaves run_rev behind, and claim_run then answers outcome 0, which
+-- the driver turns into backend.ErrSkip: package state claims the run with
+-- its portable code, whose commit fills the columns again. So runs stored
+-- before this version need no rewrite here (the ALTER TABLE adds columns
+-- without rewriting the table): each is brought over by its first claim,
+-- or any other write of it. The functions of earlier versions stay, for
+-- processes of those versions that share the database during an upgrade.
 ALTER TABLE {{s}}.records
     ADD COLUMN run_rev bigint,        -- the rev the run_* columns were written at
     ADD COLUMN run_status text,
@@ -235,16 +238,17 @@ BEGIN
 END
 $$;
 
--- claim claims a workflow run (p_id, record p_key) for agent p_agent
--- (p_agent_json: the agent as Go's encoding/json writes it), as the claim
--- of schema version 3 did and taking the same locks in the same order (see
--- 003_claim.sql, which this replaces), but reading the run's fields from
--- its run_* columns and writing them back: a new head before the run's
--- tail, in value, and in the columns. The answers are those of version 3,
--- and outcome 0 when the columns do not hold (run_rev is not rev): the
--- caller then claims the run with package state's portable code, having
--- written nothing here.
-CREATE OR REPLACE FUNCTION {{s}}.claim(p_ns text, p_now bigint, p_nslock bigint, p_lock bigint, p_count_lock bigint,
+-- claim_run claims a workflow run (p_id, record p_key) for agent p_agent
+-- (p_agent_json: the agent as Go's encoding/json writes it), as claim of
+-- schema version 3 does and taking the same locks in the same order (see
+-- 003_claim.sql), but reading the run's fields from its run_* columns and
+-- writing them back: a new head before the run's tail, in value, and in
+-- the columns. The answers are claim's, and outcome 0 when the columns do
+-- not hold (run_rev is not rev): the caller then claims the run with
+-- package state's portable code, having written nothing here. claim stays,
+-- for processes of earlier versions sharing the database during an
+-- upgrade: what it writes leaves run_rev behind.
+CREATE FUNCTION {{s}}.claim_run(p_ns text, p_now bigint, p_nslock bigint, p_lock bigint, p_count_lock bigint,
     p_key bytea, p_id bytea, p_agent text, p_agent_json text, p_ttl bigint, p_count_key bytea,
     p_child_lock bigint, p_child_key bytea, p_parent text,
     OUT outcome integer, OUT now bigint, OUT reclaimed boolean, OUT value bytea, OUT writer text,
@@ -418,8 +422,8 @@ BEGIN
         WITH e AS (
             INSERT INTO {{s}}.events (ns, id, rev, key, op, value, prev, writer, at)
             VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now))
-        UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL,
-               run_rev = claim.rev, run_status = v_st, run_agent = v_ag, run_attempt = v_att, run_fence = v_fence,
+        UPDATE {{s}}.records t SET value = claim_run.value, writer = '', rev = claim_run.rev, updated_at = now, expires_at = NULL,
+               run_rev = claim_run.rev, run_status = v_st, run_agent = v_ag, run_attempt = v_att, run_fence = v_fence,
                run_updated = v_upd, run_claim_exp = v_cx, run_tail = v_tail
          WHERE t.ns = p_ns AND t.key = p_key;
     ELSIF v_k2 IS NULL THEN
@@ -428,7 +432,7 @@ BEGIN
             VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now)),
         c AS (
             INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
-            SELECT p_ns, v_k1, v_s1, 1, claim.rev, '', now
+            SELECT p_ns, v_k1, v_s1, 1, claim_run.rev, '', now
              WHERE EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k1 AND r.expires_at IS NULL)
             ON CONFLICT (ns, key, shard) DO UPDATE SET
                 delta = c.delta + excluded.delta,
@@ -436,8 +440,8 @@ BEGIN
                 updated_at = CASE WHEN excluded.rev > c.rev THEN excluded.updated_at ELSE c.updated_at END,
                 rev = greatest(c.rev, excluded.rev)
             RETURNING 1)
-        UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL,
-               run_rev = claim.rev, run_status = v_st, run_agent = v_ag, run_attempt = v_att, run_fence = v_fence,
+        UPDATE {{s}}.records t SET value = claim_run.value, writer = '', rev = claim_run.rev, updated_at = now, expires_at = NULL,
+               run_rev = claim_run.rev, run_status = v_st, run_agent = v_ag, run_attempt = v_att, run_fence = v_fence,
                run_updated = v_upd, run_claim_exp = v_cx, run_tail = v_tail
          WHERE t.ns = p_ns AND t.key = p_key
         RETURNING (SELECT count(*) FROM c) INTO v_n;
@@ -447,7 +451,7 @@ BEGIN
             VALUES (p_ns, rev, rev, p_id, v_op, convert_to(v_new, 'UTF8'), convert_to(v_old, 'UTF8'), p_agent, now)),
         c AS (
             INSERT INTO {{s}}.counters AS c (ns, key, shard, delta, rev, writer, updated_at)
-            SELECT p_ns, k.key, k.shard, 1, claim.rev, '', now
+            SELECT p_ns, k.key, k.shard, 1, claim_run.rev, '', now
               FROM (VALUES (1, v_k1, v_s1), (2, v_k2, v_s2)) AS k(i, key, shard)
              WHERE EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k1 AND r.expires_at IS NULL)
                AND EXISTS (SELECT FROM {{s}}.records r WHERE r.ns = p_ns AND r.key = v_k2 AND r.expires_at IS NULL)
@@ -458,8 +462,8 @@ BEGIN
                 updated_at = CASE WHEN excluded.rev > c.rev THEN excluded.updated_at ELSE c.updated_at END,
                 rev = greatest(c.rev, excluded.rev)
             RETURNING 1)
-        UPDATE {{s}}.records t SET value = claim.value, writer = '', rev = claim.rev, updated_at = now, expires_at = NULL,
-               run_rev = claim.rev, run_status = v_st, run_agent = v_ag, run_attempt = v_att, run_fence = v_fence,
+        UPDATE {{s}}.records t SET value = claim_run.value, writer = '', rev = claim_run.rev, updated_at = now, expires_at = NULL,
+               run_rev = claim_run.rev, run_status = v_st, run_agent = v_ag, run_attempt = v_att, run_fence = v_fence,
                run_updated = v_upd, run_claim_exp = v_cx, run_tail = v_tail
          WHERE t.ns = p_ns AND t.key = p_key
         RETURNING (SELECT count(*) FROM c) INTO v_n;
