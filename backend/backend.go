@@ -30,14 +30,32 @@
 //     error that matches the context's (see Ended).
 //   - A commit says what it is (Txn.Intent), so that a driver with a faster
 //     path for one kind of commit never infers it from the Txn's shape.
+//   - A fast path may decline a call it cannot serve (ErrSkip); package
+//     state then serves it with its portable code.
 //
 // # Record layout
 //
 // The records a native fast path reads and writes (runs, leases, counters)
 // and the history events it appends are described in layout.go: keys
-// (RunKey, LeaseKey, CounterPrefix), values (RunValue, DecodeRun,
-// RunHead, LeaseValue) and events (RunEventOf, LeaseEventOf). Everything
-// else package state stores is opaque to a driver.
+// (RunKey, LeaseKey, ClaimedRunsKey, ClaimedChildrenKey, CounterPrefix),
+// values (RunValue, DecodeRun, RunHead with SplitRun and AppendRun,
+// LeaseValue) and events (RunEventOf, LeaseEventOf and the Event* ops).
+// Everything else package state stores is opaque to a driver, except that
+// keys under CounterPrefix are counters, which a driver may store in
+// pieces.
+//
+// # Changes for drivers written against earlier versions
+//
+// Txn.Intent is new (a Set is IntentSet; drivers used to recognise its
+// shape). The layout above moved here from the module's internal/layout,
+// which Claimer's documentation used to point at. ErrSkip is new. Drivers
+// no longer need to check that they are open or that a call's context is
+// live, and the conformance suite no longer asks them to. The deprecated
+// ClaimResult.Claim is gone. Package backendtest compares a driver's fast
+// paths with the portable code, byte for byte (its Driver cases
+// FastPathsWriteWhatThePortableCodeWrites and
+// SetIntentWritesWhatAGenericCommitWrites). CHANGELOG.md lists the same
+// under "Drivers".
 //
 // # Time
 //

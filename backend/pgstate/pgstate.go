@@ -67,6 +67,14 @@
 // exclusively, waits for the adds in flight and sees the base and the
 // shards as one record (see the counters table in migrations/001_init.sql).
 //
+// A workflow run's record keeps the fields a claim reads in columns of its
+// own beside its JSON value (run_status, run_agent, ..., and where the
+// JSON no claim changes starts), written by the commit and claim
+// functions, so that a claim reads each directly and writes a new head
+// before the unchanged rest (migrations/004_run_columns.sql). A run stored
+// before schema version 4 has no such columns until it is next written:
+// its first claim is package state's portable one (backend.ErrSkip).
+//
 // Expiry is data compared against the clock: expired records are invisible
 // at once and physically removed by Sweep, which the store's background
 // sweeper calls on every replica; one replica at a time sweeps a schema,

@@ -22,7 +22,10 @@
 // a script touches one Cluster slot and namespaces spread over the masters.
 // A record is one string, a small binary header (revisions, times, writer
 // length) followed by the writer and the value, so reading it is a GET and
-// writing it a SET. A lexicographic sorted set of record keys serves prefix
+// writing it a SET. A workflow run's value is stored packed (runs.go): the
+// fields a claim reads as fields, so that the claim script reads them with
+// one struct.unpack, then the rest of the run's JSON; the driver gives it
+// back as the run's JSON. A lexicographic sorted set of record keys serves prefix
 // listing and counting, and a sorted set by expiry serves sweeping. History
 // is a list of packed events in append order, whose positions give the
 // event ids, with a list of event ids per key (lua/base.lua lists every
