@@ -83,7 +83,7 @@ func TestObserverAndTracerAreToldOfTheSameCalls(t *testing.T) {
 	if _, err := st.ClaimRun(ctx, run.ID, "agent"); err != nil { // skipped by the driver: served portably
 		t.Fatal(err)
 	}
-	if _, err := st.TryAcquire(ctx, "res", "agent", time.Minute); err != nil {
+	if _, err := st.TryAcquireLease(ctx, "res", "agent", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Health(ctx); err != nil {

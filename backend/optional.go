@@ -207,9 +207,9 @@ type ClaimResult struct {
 
 // Leaser is implemented by drivers that acquire, renew and release leases
 // in one round trip each. Lease follows exactly the rules of
-// state.Store.TryAcquire, Renew and Release, on the lease record
-// LeaseKey(q.Resource), and writes what package state's portable code
-// writes (package backendtest checks it, byte for byte):
+// state.Store.TryAcquireLease, RenewLease and ReleaseLease, on the lease
+// record LeaseKey(q.Resource), and writes what package state's portable
+// code writes (package backendtest checks it, byte for byte):
 //
 //   - The lease record's Writer is the holder, its CreateRevision the
 //     fence (the revision of the commit that began the tenure), its expiry

@@ -113,7 +113,7 @@ func dumpStory(t *testing.T, d, via backend.Driver, ns string) []string {
 		}
 		return err
 	}
-	claim := func(id, agent string, opts ...state.Option) error {
+	claim := func(id, agent string, opts ...state.ClaimOption) error {
 		t.Helper()
 		return served(claimer, "claim", func() error { _, err := st.ClaimRun(ctx, id, agent, opts...); return err })
 	}
@@ -130,7 +130,7 @@ func dumpStory(t *testing.T, d, via backend.Driver, ns string) []string {
 	must(claim(run.ID, agentA, state.WithClaimTTL(time.Minute)))           // a fresh claim
 	must(claim(run.ID, agentA, state.WithClaimTTL(2*time.Minute)))         // a heartbeat
 	refused(claim(run.ID, agentB), "a claim of a run another agent holds") // held
-	_, err = st.Checkpoint(ctx, run.ID, 1<<53, map[string]any{"big": 9007199254740993}, state.WithAgent(agentA))
+	_, err = st.CheckpointRun(ctx, run.ID, 1<<53, map[string]any{"big": 9007199254740993}, state.WithAgent(agentA))
 	must(err)
 	must(claim(run.ID, agentA, state.WithClaimTTL(time.Minute))) // a heartbeat of a running run
 	clk.Advance(3 * time.Minute)
@@ -155,25 +155,25 @@ func dumpStory(t *testing.T, d, via backend.Driver, ns string) []string {
 	refused(claim("wf-000000000000", agentA), "a claim of an unknown run")
 
 	res := "res <1>"
-	must(lease(func() error { _, err := st.TryAcquire(ctx, res, agentA, time.Minute); return err }))
-	must(lease(func() error { _, err := st.TryAcquire(ctx, res, agentA, 2*time.Minute); return err })) // the holder again
-	refused(lease(func() error { _, err := st.TryAcquire(ctx, res, agentB, time.Minute); return err }), "an acquire of a held lease")
-	refused(lease(func() error { _, err := st.Renew(ctx, res, agentB, time.Minute); return err }), "a renew by another")
-	must(lease(func() error { _, err := st.Renew(ctx, res, agentA, time.Second); return err }))
+	must(lease(func() error { _, err := st.TryAcquireLease(ctx, res, agentA, time.Minute); return err }))
+	must(lease(func() error { _, err := st.TryAcquireLease(ctx, res, agentA, 2*time.Minute); return err })) // the holder again
+	refused(lease(func() error { _, err := st.TryAcquireLease(ctx, res, agentB, time.Minute); return err }), "an acquire of a held lease")
+	refused(lease(func() error { _, err := st.RenewLease(ctx, res, agentB, time.Minute); return err }), "a renew by another")
+	must(lease(func() error { _, err := st.RenewLease(ctx, res, agentA, time.Second); return err }))
 	clk.Advance(time.Second)
-	must(lease(func() error { _, err := st.TryAcquire(ctx, res, agentB, time.Second); return err })) // a takeover
+	must(lease(func() error { _, err := st.TryAcquireLease(ctx, res, agentB, time.Second); return err })) // a takeover
 	var released bool
-	must(lease(func() error { var err error; released, err = st.Release(ctx, res, agentA); return err }))
+	must(lease(func() error { var err error; released, err = st.ReleaseLease(ctx, res, agentA); return err }))
 	if released {
 		t.Fatalf("%s: a release by a former holder succeeded", ns)
 	}
 	clk.Advance(time.Second)
-	must(lease(func() error { _, err := st.TryAcquire(ctx, res, agentB, time.Minute); return err })) // its own expired lease
-	must(lease(func() error { var err error; released, err = st.Release(ctx, res, agentB); return err }))
+	must(lease(func() error { _, err := st.TryAcquireLease(ctx, res, agentB, time.Minute); return err })) // its own expired lease
+	must(lease(func() error { var err error; released, err = st.ReleaseLease(ctx, res, agentB); return err }))
 	if !released {
 		t.Fatalf("%s: a release by the holder failed", ns)
 	}
-	must(lease(func() error { _, err := st.TryAcquire(ctx, "res <2>", agentA, time.Minute); return err }))
+	must(lease(func() error { _, err := st.TryAcquireLease(ctx, "res <2>", agentA, time.Minute); return err }))
 
 	ids := strings.NewReplacer(run.ID, "<run>", kid.ID, "<kid>", other.ID, "<other>", join.ID, "<join>",
 		backend.EscapeID(run.ID), "<run>")
