@@ -7,12 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend"
+	"github.com/statesidecar/state/internal/calltest"
 	"github.com/statesidecar/state/statetest"
 )
 
@@ -47,32 +47,6 @@ func testFastPaths(t *testing.T, e driverEnv) {
 	}
 }
 
-// callLog is a Tracer that records the backend calls it brackets.
-type callLog struct {
-	mu  sync.Mutex
-	ops []string
-}
-
-func (l *callLog) StartCall(ctx context.Context, c state.BackendCall) (context.Context, func(error)) {
-	l.mu.Lock()
-	l.ops = append(l.ops, c.Op)
-	l.mu.Unlock()
-	return ctx, func(error) {}
-}
-
-// since returns the calls recorded after the first n.
-func (l *callLog) since(n int) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.ops[n:])
-}
-
-func (l *callLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.ops)
-}
-
 // dumpStory plays a story of claims, heartbeats, takeovers, releases and
 // lease transitions on a store over via in namespace ns, with a clock of
 // its own, and returns every record and event of ns as d holds them.
@@ -83,7 +57,7 @@ func dumpStory(t *testing.T, d, via backend.Driver, ns string) []string {
 	t.Helper()
 	ctx := context.Background()
 	clk := statetest.NewClock()
-	calls := &callLog{}
+	calls := &calltest.Log{}
 	st, err := state.New(via, &state.Options{Clock: clk, SweepInterval: -1, Namespace: ns, Tracer: calls})
 	if err != nil {
 		t.Fatal(err)
@@ -106,9 +80,8 @@ func dumpStory(t *testing.T, d, via backend.Driver, ns string) []string {
 	// driver's fast path served it in one call.
 	served := func(native bool, op string, f func() error) error {
 		t.Helper()
-		n := calls.len()
-		err := f()
-		if got := calls.since(n); native && !slices.Equal(got, []string{op}) {
+		var err error
+		if got := calls.During(func() { err = f() }); native && !slices.Equal(got, []string{op}) {
 			t.Errorf("%s: a call the driver's fast path (%s) serves made the backend calls %v", ns, op, got)
 		}
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,32 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend"
+	"github.com/statesidecar/state/internal/calltest"
 	"github.com/statesidecar/state/internal/pgtest"
 	"github.com/statesidecar/state/statetest"
 )
-
-// callLog is a Tracer that records a store's backend calls.
-type callLog struct {
-	mu  sync.Mutex
-	ops []string
-}
-
-func (l *callLog) StartCall(ctx context.Context, c state.BackendCall) (context.Context, func(error)) {
-	l.mu.Lock()
-	l.ops = append(l.ops, c.Op)
-	l.mu.Unlock()
-	return ctx, func(error) {}
-}
-
-func (l *callLog) during(f func()) []string {
-	l.mu.Lock()
-	n := len(l.ops)
-	l.mu.Unlock()
-	f()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.ops[n:])
-}
 
 // migrateTo brings a new schema to version v only, as a library of that
 // version would have.
@@ -123,7 +100,7 @@ func TestRunsStoredBeforeVersion4AreClaimed(t *testing.T) {
 	if got, err := schemaVersion(ctx, pool, schema); err != nil || got != SchemaVersion || got < 4 {
 		t.Fatalf("schema version %d (%v) after New, want %d", got, err, SchemaVersion)
 	}
-	log := &callLog{}
+	log := &calltest.Log{}
 	st, err := state.New(d, &state.Options{Clock: clk, SweepInterval: -1, Namespace: "ns", Tracer: log})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +123,7 @@ func TestRunsStoredBeforeVersion4AreClaimed(t *testing.T) {
 	}
 
 	var c state.Claim
-	ops := log.during(func() { c, err = st.ClaimRun(ctx, id, "agent") })
+	ops := log.During(func() { c, err = st.ClaimRun(ctx, id, "agent") })
 	if err != nil || c.Attempt != 1 || c.Run.Status != state.StatusClaimed {
 		t.Fatalf("first claim: %+v, %v", c, err)
 	}
@@ -157,7 +134,7 @@ func TestRunsStoredBeforeVersion4AreClaimed(t *testing.T) {
 		t.Errorf("after its first claim the run's columns hold %v, status %v; want claimed", held, status)
 	}
 	clk.Advance(time.Second)
-	ops = log.during(func() { c, err = st.ClaimRun(ctx, id, "agent") })
+	ops = log.During(func() { c, err = st.ClaimRun(ctx, id, "agent") })
 	if err != nil || !c.Renewed {
 		t.Fatalf("heartbeat: %+v, %v", c, err)
 	}
@@ -184,7 +161,7 @@ func TestRunsStoredBeforeVersion4AreClaimed(t *testing.T) {
 	if held, _ := columns(); held {
 		t.Fatal("the run columns hold after a write by version 3's commit function")
 	}
-	ops = log.during(func() { c, err = st.ClaimRun(ctx, id, "agent") })
+	ops = log.During(func() { c, err = st.ClaimRun(ctx, id, "agent") })
 	if err != nil || !c.Renewed || c.Run.LastStep != 5 || c.Run.Status != state.StatusRunning {
 		t.Fatalf("heartbeat after an older process's write: %+v, %v; want last step 5, running", c, err)
 	}

@@ -1,41 +1,16 @@
 package redisstate_test
 
 import (
-	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend"
 	"github.com/statesidecar/state/backend/redisstate"
+	"github.com/statesidecar/state/internal/calltest"
 	"github.com/statesidecar/state/statetest"
 )
-
-// opLog is a Tracer that records the backend calls of a store.
-type opLog struct {
-	mu  sync.Mutex
-	ops []string
-}
-
-func (l *opLog) StartCall(ctx context.Context, c state.BackendCall) (context.Context, func(error)) {
-	l.mu.Lock()
-	l.ops = append(l.ops, c.Op)
-	l.mu.Unlock()
-	return ctx, func(error) {}
-}
-
-// during returns the calls f made.
-func (l *opLog) during(f func()) []string {
-	l.mu.Lock()
-	n := len(l.ops)
-	l.mu.Unlock()
-	f()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.ops[n:])
-}
 
 // rawRun returns the stored value of run id (after the record's header and
 // writer), as a script reads it.
@@ -56,7 +31,7 @@ func rawRun(t *testing.T, d *redisstate.Driver, ns, id string) (header, value st
 // packed, so that the next claim is served by the script alone.
 func TestRunsStoredAsJSONAreReadAndClaimed(t *testing.T) {
 	d := newDriver(t, sharedClient(t))
-	log := &opLog{}
+	log := &calltest.Log{}
 	st, err := state.New(d, &state.Options{Clock: statetest.NewClock(), SweepInterval: -1, Namespace: "old", Tracer: log})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +59,7 @@ func TestRunsStoredAsJSONAreReadAndClaimed(t *testing.T) {
 	}
 
 	var c state.Claim
-	ops := log.during(func() { c, err = st.ClaimRun(ctx, run.ID, "agent") })
+	ops := log.During(func() { c, err = st.ClaimRun(ctx, run.ID, "agent") })
 	if err != nil || c.Attempt != 1 || c.Run.Status != state.StatusClaimed {
 		t.Fatalf("claim of a run stored as JSON: %+v, %v", c, err)
 	}
@@ -94,7 +69,7 @@ func TestRunsStoredAsJSONAreReadAndClaimed(t *testing.T) {
 	if _, v := rawRun(t, d, "old", run.ID); v == "" || v[0] != 1 {
 		t.Errorf("after its portable claim the run is stored as %q, not packed", v)
 	}
-	ops = log.during(func() { c, err = st.ClaimRun(ctx, run.ID, "agent") })
+	ops = log.During(func() { c, err = st.ClaimRun(ctx, run.ID, "agent") })
 	if err != nil || !c.Renewed {
 		t.Fatalf("heartbeat: %+v, %v", c, err)
 	}
