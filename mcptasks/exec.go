@@ -526,4 +526,3 @@ func (r *inputRound) prefix() {
 	}
 	r.Requests = reqs
 }
-

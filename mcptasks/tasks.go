@@ -132,7 +132,7 @@ type Tasks struct {
 
 	ctx  context.Context // ends at Close
 	stop context.CancelFunc
-	wg     sync.WaitGroup
+	wg   sync.WaitGroup
 }
 
 // ServerOptions are the options an mcp-go server needs to advertise tasks
