@@ -74,8 +74,8 @@ func (t *Tasks) sweep() {
 }
 
 // sweepOnce starts every claimable task run: one whose worker's claim
-// expired, or one created at least ClaimTTL ago and never claimed (its
-// creator died before it could start it).
+// expired or was given back, or one created at least ClaimTTL ago and
+// never claimed (its creator died before it could start it).
 func (t *Tasks) sweepOnce(ctx context.Context) error {
 	q := state.RunQuery{Claimable: true, Limit: 100}
 	for {
@@ -85,7 +85,7 @@ func (t *Tasks) sweepOnce(ctx context.Context) error {
 		}
 		now := t.now()
 		for _, r := range page.Runs {
-			if r.Status == state.StatusCreated && now.Sub(r.CreatedAt) < t.o.ClaimTTL {
+			if r.Status == state.StatusCreated && r.Attempt == 0 && now.Sub(r.CreatedAt) < t.o.ClaimTTL {
 				continue // its creator is about to claim it
 			}
 			t.spawn(context.Background(), r.ID, r.Name, true)

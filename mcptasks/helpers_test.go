@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -45,7 +46,9 @@ func (g *gate) waitStarted(t *testing.T, n int64) {
 	deadline := time.Now().Add(wait)
 	for g.started.Load() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d slow calls started, want %d", g.started.Load(), n)
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			t.Fatalf("%d slow calls started, want %d (attempts %v, ended %v)", g.started.Load(), n, g.attempts, g.ctxErrs)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -82,6 +85,9 @@ func testTools(s *server.MCPServer, g *gate) {
 					return mcp.NewToolResultText("not a task"), nil
 				}
 				if err := ex.Checkpoint(ctx, map[string]any{"attempt": ex.Attempt}); err != nil {
+					g.mu.Lock()
+					g.ctxErrs = append(g.ctxErrs, fmt.Errorf("checkpoint: %w", err))
+					g.mu.Unlock()
 					return nil, err
 				}
 				g.mu.Lock()
@@ -151,6 +157,9 @@ func newReplica(t *testing.T, st *state.Store, g *gate, opts *Options) *replica 
 			return Owner{Namespace: "ns", Principal: p}, nil
 		}
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	ts, err := New(st, s, &o)
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +177,14 @@ func newReplica(t *testing.T, st *state.Store, g *gate, opts *Options) *replica 
 }
 
 type ownerKey struct{}
+
+// tWriter writes a test's log.
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 // stop ends the replica as a graceful shutdown does (its tasks given
 // back); a second stop does nothing.
