@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -300,12 +301,14 @@ func testAnswers(t *testing.T, b storetest.Backend) {
 func testRacingResults(t *testing.T, b storetest.Backend) {
 	a, other := pair(t, b, nil)
 	ctx := context.Background()
-	for round := range 5 {
+	overlapped := 0
+	for round := range 10 {
 		rec := mustCreate(t, a, alice, time.Hour)
 		const workers = 6
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		errs := make([]error, workers)
+		began, ended := make([]time.Time, workers), make([]time.Time, workers)
 		for w := range workers {
 			ts := a
 			if w%2 == 1 {
@@ -315,13 +318,18 @@ func testRacingResults(t *testing.T, b storetest.Backend) {
 			go func() {
 				defer wg.Done()
 				<-start
+				began[w] = time.Now()
 				_, errs[w] = ts.write(ctx, rec, int64(w+1), 1, true, func(r *record) {
 					r.Status, r.Result = StatusCompleted, json.RawMessage(`{"w":`+string(rune('0'+w))+`}`)
 				})
+				ended[w] = time.Now()
 			}()
 		}
 		close(start)
 		wg.Wait()
+		if slices.MaxFunc(began, time.Time.Compare).Before(slices.MinFunc(ended, time.Time.Compare)) {
+			overlapped++ // every call was in flight at one moment
+		}
 		winners := 0
 		for _, err := range errs {
 			switch {
@@ -342,6 +350,10 @@ func testRacingResults(t *testing.T, b storetest.Backend) {
 			t.Fatalf("round %d: recorded %s with fence %d", round, got.Result, got.Fence)
 		}
 	}
+	if overlapped == 0 {
+		t.Fatal("in no round were all the racing writes in flight at once: the race was not tested")
+	}
+	t.Logf("%d of 10 rounds fully overlapped", overlapped)
 }
 
 // testExpiry: an expired task is gone for every request at once, and the
