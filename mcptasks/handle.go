@@ -249,6 +249,9 @@ func (t *Tasks) tasks(ctx context.Context, req *request, header http.Header) ans
 // polling), exactly what its call returned: the result, with the task named
 // in its _meta, or the JSON-RPC error.
 func (t *Tasks) result(ctx context.Context, id json.RawMessage, owner Owner, taskID string) answer {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(t.ctx, cancel)() // Close ends the wait
 	for {
 		rec, version, err := t.get(ctx, owner, taskID)
 		if err != nil {
@@ -269,6 +272,9 @@ func (t *Tasks) result(ctx context.Context, id json.RawMessage, owner Owner, tas
 			return failure(id, false, codeInvalidParams, "Task "+rec.ID+" was cancelled: it has no result", nil)
 		}
 		if _, err := t.st.WaitKey(ctx, taskKey(taskID), version); err != nil && !errors.Is(err, state.ErrNotFound) {
+			if t.ctx.Err() != nil {
+				return failure(id, false, codeInternal, "The server is shutting down: ask again for the task's result", nil)
+			}
 			return failure(id, false, codeInternal, "Stopped waiting for the task's result", nil)
 		}
 	}

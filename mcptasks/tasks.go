@@ -259,8 +259,9 @@ func (t *Tasks) Running() int {
 // Close stops taking over tasks and stops the tasks this process runs:
 // their calls' contexts are cancelled, nothing they return is recorded, and
 // their claims are given back so that another process runs them at its next
-// sweep (at-least-once execution). It waits for them to return, up to ctx's
-// end. Close the store after.
+// sweep (at-least-once execution). A tasks/result waiting here answers with
+// an error asking the client to ask again (of another replica). Close waits
+// for the calls to return, up to ctx's end. Close the store after.
 func (t *Tasks) Close(ctx context.Context) error {
 	t.mu.Lock()
 	if t.closed {
