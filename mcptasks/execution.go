@@ -43,6 +43,13 @@ func (e *Execution) Checkpoint(ctx context.Context, v any) error {
 	return e.t.checkpoint(ctx, e.rec, e.fence, e.Attempt, v)
 }
 
+// SetMessage sets the task's statusMessage, which tasks/get shows (such
+// as progress: "frame 3 of 8"). It is fenced as Checkpoint is.
+func (e *Execution) SetMessage(ctx context.Context, msg string) error {
+	_, err := e.t.write(ctx, e.rec, e.fence, e.Attempt, false, func(r *record) { r.Message = msg })
+	return err
+}
+
 // LastCheckpoint returns the task's last checkpoint (as JSON) and whether
 // there is one.
 func (e *Execution) LastCheckpoint(ctx context.Context) (json.RawMessage, bool, error) {
