@@ -429,7 +429,10 @@ func (t *Tasks) callMessage(rec *record, answers map[string]json.RawMessage, req
 	if err != nil {
 		return nil, err
 	}
-	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "mcptasks-" + rec.ID,
+	// A request id nobody can guess (not the task's id): a
+	// notifications/cancelled naming it would cancel the call in mcp-go,
+	// past this package's owner check.
+	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "mcptasks-" + newID(),
 		"method": "tools/call", "params": json.RawMessage(p)})
 	if err != nil {
 		return nil, err

@@ -44,6 +44,8 @@ func (t *Tasks) HandleMessage(ctx context.Context, msg []byte, header http.Heade
 		a, ok = t.call(ctx, &req, header)
 	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result", "tasks/list":
 		a, ok = t.tasks(ctx, &req, header), true
+	case "subscriptions/listen":
+		a, ok = listen(&req)
 	}
 	if !ok {
 		return nil, 0, false
@@ -99,6 +101,26 @@ func (t *Tasks) call(ctx context.Context, req *request, header http.Header) (ans
 		return result(req.ID, rec.modern("task", false)), true
 	}
 	return result(req.ID, map[string]any{"task": rec.legacy()}), true
+}
+
+// listen refuses a subscriptions/listen that asks for task notifications
+// from a client that did not declare the extension (-32021, a MUST of
+// 2026-07-28); any other goes to mcp-go, which acknowledges no task ids:
+// this package sends no task notifications (see the package doc).
+func listen(req *request) (answer, bool) {
+	var p struct {
+		Notifications struct {
+			TaskIDs json.RawMessage `json:"taskIds"`
+		} `json:"notifications"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil || len(p.Notifications.TaskIDs) == 0 {
+		return answer{}, false
+	}
+	if (&params{Meta: p.Meta}).declared() {
+		return answer{}, false
+	}
+	return missingCapability(req.ID), true
 }
 
 // requestedTTL reads params.task.ttl: absent or null is no wish, anything

@@ -130,6 +130,30 @@ func testTools(s *server.MCPServer, g *gate) {
 				_ = json.Unmarshal(b, &ans)
 				return mcp.NewToolResultText(fmt.Sprintf("hello %v (state %s)", ans.Content["name"], req.Params.RequestState)), nil
 			}},
+		// ask2 asks for "name" twice, in two rounds, under the same key of
+		// its own, and greets both answers.
+		server.ServerTool{Tool: mcp.NewTool("ask2", ro...),
+			Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				ask := func(state string) *mcp.CallToolResult {
+					return server.NewInputRequestBuilder(state).Elicit("name", mcp.ElicitationParams{Message: "Name?",
+						RequestedSchema: map[string]any{"type": "object"}}).ToolResult()
+				}
+				name := func() string {
+					var ans struct {
+						Content map[string]any `json:"content"`
+					}
+					b, _ := json.Marshal(req.Params.InputResponses["name"])
+					_ = json.Unmarshal(b, &ans)
+					return fmt.Sprint(ans.Content["name"])
+				}
+				switch req.Params.RequestState {
+				case "":
+					return ask("first:"), nil
+				case "first:":
+					return ask("second:" + name()), nil
+				}
+				return mcp.NewToolResultText(strings.TrimPrefix(req.Params.RequestState, "second:") + " and " + name()), nil
+			}},
 	)
 }
 
@@ -164,7 +188,7 @@ func newReplica(t *testing.T, st *state.Store, g *gate, opts *Options) *replica 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.Enable("slow", "echo", "boom", "toolerr", "ask"); err != nil {
+	if err := ts.Enable("slow", "echo", "boom", "toolerr", "ask", "ask2"); err != nil {
 		t.Fatal(err)
 	}
 	h := ts.Handler(server.NewStreamableHTTPServer(s, server.WithStateLess(true), server.WithDisableStreaming(true)))

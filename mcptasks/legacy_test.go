@@ -196,6 +196,9 @@ func TestLegacyCancel(t *testing.T) {
 	if got := c.get(r.url, id); got["status"] != "cancelled" {
 		t.Fatalf("after cancel, tasks/get = %v", got)
 	}
+	if code, _, _ := c.fail(r.url, "tasks/cancel", map[string]any{"taskId": id}); code != -32602 {
+		t.Fatalf("a second cancel: %d, want -32602", code)
+	}
 	code, msg, _ := c.fail(r.url, "tasks/result", map[string]any{"taskId": id})
 	if code != -32602 || !strings.Contains(msg, "cancelled") {
 		t.Fatalf("tasks/result of a cancelled task: %d %q", code, msg)
@@ -211,5 +214,54 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in time")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestLegacyList: tasks/list pages the caller's tasks with nextCursor,
+// newest first, and lists every task tasks/get finds.
+func TestLegacyList(t *testing.T) {
+	r := newReplica(t, openStore(t, storetest.New(t, "memory")), newGate(), nil)
+	c := legacyClient(t, "alice")
+	want := map[string]bool{}
+	for range listPage + 10 {
+		want[c.create(r.url, "echo", nil)] = true
+	}
+	legacyClient(t, "bob").create(r.url, "echo", nil)
+	first := c.ok(r.url, "tasks/list", nil)
+	next, _ := first["nextCursor"].(string)
+	if len(first["tasks"].([]any)) != listPage || next == "" {
+		t.Fatalf("first page: %d tasks, nextCursor %q", len(first["tasks"].([]any)), next)
+	}
+	second := c.ok(r.url, "tasks/list", map[string]any{"cursor": next})
+	if _, more := second["nextCursor"]; more || len(second["tasks"].([]any)) != 10 {
+		t.Fatalf("second page: %v", second)
+	}
+	for _, page := range []map[string]any{first, second} {
+		for _, tk := range page["tasks"].([]any) {
+			id := tk.(map[string]any)["taskId"].(string)
+			if !want[id] {
+				t.Fatalf("listed %s, not one of alice's", id)
+			}
+			delete(want, id)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("%d tasks not listed", len(want))
+	}
+}
+
+// TestIDs: task ids are 160 random bits (crypto/rand), in lowercase
+// base32: unique, and of the one shape this package looks up.
+func TestIDs(t *testing.T) {
+	seen := map[string]bool{}
+	for range 10000 {
+		id := newID()
+		if len(id) != 32 || !validID(id) || seen[id] {
+			t.Fatalf("id %q: length %d, valid %v, seen %v", id, len(id), validID(id), seen[id])
+		}
+		seen[id] = true
+	}
+	if idEncoding.EncodedLen(idBytes) != 32 || idBytes*8 < 128 {
+		t.Fatalf("%d random bits", idBytes*8)
 	}
 }

@@ -173,3 +173,40 @@ func TestModernInput(t *testing.T) {
 		t.Fatalf("result %v", got)
 	}
 }
+
+// TestModernInputRounds: a call that asks twice under the same key of its
+// own gets two distinct keys, one per round: no key names two requests.
+func TestModernInputRounds(t *testing.T) {
+	r := newReplica(t, openStore(t, storetest.New(t, "memory")), newGate(), nil)
+	c := modernClient(t, "alice")
+	id := c.create(r.url, "ask2", nil)
+	answer := func(key, name string) {
+		got := c.until(r.url, id, "input_required")
+		reqs := got["inputRequests"].(map[string]any)
+		if len(reqs) != 1 || reqs[key] == nil {
+			t.Fatalf("inputRequests = %v, want only %s", reqs, key)
+		}
+		c.ok(r.url, "tasks/update", map[string]any{"taskId": id,
+			"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": name}}}})
+	}
+	answer("r1.name", "Ada")
+	// The first round's key, answered again, is ignored.
+	c.ok(r.url, "tasks/update", map[string]any{"taskId": id,
+		"inputResponses": map[string]any{"r1.name": map[string]any{"action": "accept", "content": map[string]any{"name": "Eve"}}}})
+	answer("r2.name", "Grace")
+	got := c.until(r.url, id, "completed", "failed")
+	if text := got["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]; text != "Ada and Grace" {
+		t.Fatalf("result %v", got)
+	}
+}
+
+// TestModernListen: a subscriptions/listen asking for task notifications
+// from a client that did not declare the extension gets -32021.
+func TestModernListen(t *testing.T) {
+	r := newReplica(t, openStore(t, storetest.New(t, "memory")), newGate(), nil)
+	plain := &client{t: t, owner: "alice", modern: true}
+	status, res := plain.send(r.url, "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{newID()}}}, "")
+	if e, _ := res["error"].(map[string]any); e["code"] != float64(-32021) || status != http.StatusBadRequest {
+		t.Fatalf("listen for task ids without the extension: HTTP %d %v", status, res)
+	}
+}

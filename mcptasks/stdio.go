@@ -59,9 +59,10 @@ func (s *Stdio) serve(ctx context.Context, t *Tasks, msg []byte, w *lockedOut) b
 	if !mayHandle(msg, &req) {
 		return false
 	}
-	// tools/call is decided here, so that a call that is not a task goes
-	// to the server in input order.
-	if req.Method == "tools/call" {
+	// tools/call and subscriptions/listen are decided here, so that one the
+	// front leaves to the server goes to it in input order. (Neither waits:
+	// a task's creation answers at once.)
+	if req.Method == "tools/call" || req.Method == "subscriptions/listen" {
 		reply, _, ok := t.HandleMessage(ctx, msg, nil)
 		if ok {
 			w.line(reply)
@@ -88,7 +89,7 @@ func mayHandle(msg []byte, req *request) bool {
 		return false
 	}
 	switch req.Method {
-	case "tools/call", "tasks/get", "tasks/update", "tasks/cancel", "tasks/result", "tasks/list":
+	case "tools/call", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel", "tasks/result", "tasks/list":
 		return true
 	}
 	return false

@@ -156,6 +156,13 @@ func TestTaskWaits(t *testing.T) {
 		}
 	}
 
+	// A tool that does not take tasks runs plainly, params.task or not.
+	res := legacy.result(r.URL, "tools/call", map[string]any{"name": "state_get", "arguments": map[string]any{"key": "k"},
+		"task": map[string]any{"ttl": 1000}})
+	if _, isTask := res["task"]; isTask || res["structuredContent"] == nil {
+		t.Fatalf("state_get with params.task: %v", res)
+	}
+
 	// 2025-11-25: workflow_wait as a task, until a worker finishes the run.
 	run := legacy.tool(r.URL, "workflow_create", map[string]any{"name": "long"})
 	id := legacy.task(r.URL, "workflow_wait", map[string]any{"run_id": run["run_id"]}, 120_000)
@@ -165,7 +172,7 @@ func TestTaskWaits(t *testing.T) {
 	claim := legacy.tool(r.URL, "workflow_claim", map[string]any{"run_id": run["run_id"], "agent_id": "w"})
 	legacy.tool(r.URL, "workflow_checkpoint", map[string]any{"run_id": run["run_id"], "step": 1, "output": 1,
 		"agent_id": "w", "fence": claim["fence"], "status": "done"})
-	res := legacy.result(r.URL, "tasks/result", map[string]any{"taskId": id})
+	res = legacy.result(r.URL, "tasks/result", map[string]any{"taskId": id})
 	plain := legacy.result(r.URL, "tools/call", map[string]any{"name": "workflow_wait", "arguments": map[string]any{"run_id": run["run_id"]}})
 	delete(res, "_meta")
 	if !reflect.DeepEqual(res, plain) {
