@@ -327,6 +327,22 @@ func (c *client) send(url, method string, params map[string]any, nameHeader stri
 	return res.StatusCode, m
 }
 
+// notify posts a notification (no id, no answer expected).
+func (c *client) notify(url, method string, params map[string]any) {
+	c.t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-Owner", c.owner)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s: %v", method, err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+}
+
 // ok sends and returns the result, failing on an error.
 func (c *client) ok(url, method string, params map[string]any) map[string]any {
 	c.t.Helper()

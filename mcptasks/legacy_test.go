@@ -56,6 +56,21 @@ func TestLegacyLifecycle(t *testing.T) {
 	if got := c.get(r.url, id); got["status"] != "working" || got["taskId"] != id || got["ttl"] != float64(60000) {
 		t.Fatalf("tasks/get = %v", got)
 	}
+	// params.taskId decides, not a related-task _meta naming another task.
+	other := c.create(r.url, "echo", nil)
+	got := c.ok(r.url, "tasks/get", map[string]any{"taskId": id,
+		"_meta": map[string]any{mcp.RelatedTaskMetaKey: map[string]any{"taskId": other}}})
+	if got["taskId"] != id {
+		t.Fatalf("tasks/get followed the related-task metadata: %v", got)
+	}
+	// A notifications/cancelled does not reach a task's call, whatever id
+	// it names.
+	for _, rid := range []any{id, "mcptasks-" + id, 1} {
+		c.notify(r.url, "notifications/cancelled", map[string]any{"requestId": rid, "reason": "no"})
+	}
+	if got := c.get(r.url, id); got["status"] != "working" {
+		t.Fatalf("after notifications/cancelled: %v", got)
+	}
 	// tasks/result blocks while the task works; it returns once released.
 	done := make(chan map[string]any, 1)
 	go func() { done <- c.ok(r.url, "tasks/result", map[string]any{"taskId": id}) }()
@@ -78,7 +93,7 @@ func TestLegacyLifecycle(t *testing.T) {
 		t.Fatalf("after the result, tasks/get = %v", got)
 	}
 	list := c.ok(r.url, "tasks/list", nil)["tasks"].([]any)
-	if len(list) != 1 || list[0].(map[string]any)["taskId"] != id {
+	if len(list) != 2 || list[1].(map[string]any)["taskId"] != id && list[0].(map[string]any)["taskId"] != id {
 		t.Fatalf("tasks/list = %v", list)
 	}
 	// Cancelling a finished task is refused.
