@@ -24,7 +24,7 @@ type Resume struct {
 	Outputs []StepOutput
 }
 
-// Checkpoint stores output as the output of step (replaying a step
+// CheckpointRun stores output as the output of step (replaying a step
 // overwrites it), raises the run's last step to step if it is higher, moves
 // a created or claimed run to running and extends the live claim, if any, by
 // its claim TTL: every checkpoint is a heartbeat.
@@ -40,8 +40,8 @@ type Resume struct {
 // worker that lost its claim is never told that its write succeeded. Only
 // WithFence tells the holder apart from an agent that restarted and reuses
 // the holder's id. An unknown run is an error matching ErrNotFound.
-func (s *Store) Checkpoint(ctx context.Context, id string, step int64, output any, opts ...Option) (Run, error) {
-	r, err := withOptions("Checkpoint", opts, func(o callOptions) (Run, error) { return s.checkpoint(ctx, id, step, output, o) })
+func (s *Store) CheckpointRun(ctx context.Context, id string, step int64, output any, opts ...CheckpointOption) (Run, error) {
+	r, err := s.checkpoint(ctx, id, step, output, collect(opts))
 	return r, wrap("workflow.checkpoint", id, err)
 }
 
@@ -141,23 +141,23 @@ func checkLastHolder(o callOptions, v *layout.RunValue) error {
 }
 
 // CompleteRun finishes run id as done. It honours WithAgent and WithFence
-// (see Checkpoint): with either, a caller that does not hold the run's live
+// (see CheckpointRun): with either, a caller that does not hold the run's live
 // claim gets a *NotHeldError. Completing a done run again succeeds without
 // change, for a caller giving WithAgent or WithFence only when they match
 // the claim that was last on the run.
 //
 // Only WithFence protects against an agent that restarted and reuses its
 // id: the restarted agent has the same id as the holder but not its fence.
-func (s *Store) CompleteRun(ctx context.Context, id string, opts ...Option) (Run, error) {
-	r, err := withOptions("CompleteRun", opts, func(o callOptions) (Run, error) { return s.finish(ctx, id, StatusDone, o) })
+func (s *Store) CompleteRun(ctx context.Context, id string, opts ...FinishOption) (Run, error) {
+	r, err := s.finish(ctx, id, StatusDone, collect(opts))
 	return r, wrap("workflow.complete", id, err)
 }
 
 // FailRun finishes run id as failed. It honours WithAgent and WithFence
 // exactly as CompleteRun does. Failing a failed run again succeeds without
 // change, on the same terms.
-func (s *Store) FailRun(ctx context.Context, id string, opts ...Option) (Run, error) {
-	r, err := withOptions("FailRun", opts, func(o callOptions) (Run, error) { return s.finish(ctx, id, StatusFailed, o) })
+func (s *Store) FailRun(ctx context.Context, id string, opts ...FinishOption) (Run, error) {
+	r, err := s.finish(ctx, id, StatusFailed, collect(opts))
 	return r, wrap("workflow.fail", id, err)
 }
 

@@ -14,7 +14,7 @@ type Claim struct {
 	// Run is the run after the claim.
 	Run Run
 	// Fence identifies this claim; it is strictly greater than the fence of
-	// every earlier claim of the run. Pass it to Checkpoint with WithFence.
+	// every earlier claim of the run. Pass it to CheckpointRun with WithFence.
 	Fence int64
 	// Attempt counts the run's claims, this one included.
 	Attempt int64
@@ -44,8 +44,8 @@ type Claim struct {
 //   - A done or failed run gives a *ClaimError matching ErrFinished; a
 //     join parent waiting for its children (StatusWaiting) one matching
 //     ErrWaiting; an unknown run an error matching ErrNotFound.
-func (s *Store) ClaimRun(ctx context.Context, id, agentID string, opts ...Option) (Claim, error) {
-	c, err := withOptions("ClaimRun", opts, func(o callOptions) (Claim, error) { return s.claimRun(ctx, id, agentID, o) })
+func (s *Store) ClaimRun(ctx context.Context, id, agentID string, opts ...ClaimOption) (Claim, error) {
+	c, err := s.claimRun(ctx, id, agentID, collect(opts))
 	return c, wrap("workflow.claim", id, err)
 }
 

@@ -17,10 +17,9 @@ const probeLimit = 256
 
 // ListRuns returns every run, newest first. It honours WithLimit (default
 // 100, at most 1000) and WithCursor.
-func (s *Store) ListRuns(ctx context.Context, opts ...Option) (RunPage, error) {
-	p, err := withOptions("ListRuns", opts, func(o callOptions) (RunPage, error) {
-		return s.discover(ctx, RunQuery{Limit: o.limit, Cursor: o.cursor})
-	})
+func (s *Store) ListRuns(ctx context.Context, opts ...ListOption) (RunPage, error) {
+	o := collect(opts)
+	p, err := s.discover(ctx, RunQuery{Limit: o.limit, Cursor: o.cursor})
 	return p, wrap("workflow.list", "", err)
 }
 

@@ -15,12 +15,15 @@
 // had before: the namespace's revision at that write, not a count of the
 // key's writes (revisions, and so versions and fences, count per namespace).
 // [IfVersion] turns a write into a compare-and-set. [WithTTL] makes an entry
-// expire. An option a method does not honour is an error naming it.
+// expire. Each method takes only the options it honours, and the compiler
+// checks it: Set takes [SetOption]s, which WithTTL and IfVersion are and
+// [WithFence] is not.
 //
 // A workflow run ([Store.CreateRun]) moves through created → claimed →
-// running → done | failed (a join parent starts waiting, see below). [Store.ClaimRun] is atomic: of any number of
-// racing claimers exactly one wins. A claim expires unless the holder sends
-// heartbeats (claiming again, or any [Store.Checkpoint]); once it has
+// running → done | failed (a join parent starts waiting, see below).
+// [Store.ClaimRun] is atomic: of any number of racing claimers exactly one
+// wins. A claim expires unless the holder sends
+// heartbeats (claiming again, or any [Store.CheckpointRun]); once it has
 // expired any agent may claim the run again, with a higher attempt and fence,
 // and resume from its last checkpoint ([Store.ResumeRun]). Passing the fence
 // back with [WithFence] makes a stale worker's checkpoint, completion or
@@ -46,12 +49,13 @@
 // result; a caller that dies mid-effect loses its lease and a later caller
 // runs the effect again (at-least-once execution, exactly-once recording).
 //
-// A lease ([Store.TryAcquire], [Store.Acquire], [Store.Renew],
-// [Store.Release], [Store.KeepAlive]) is an exclusive lock that expires.
+// A lease ([Store.TryAcquireLease], [Store.AcquireLease],
+// [Store.RenewLease], [Store.ReleaseLease], [Store.KeepAlive]) is an
+// exclusive lock that expires.
 // Its fencing token never decreases for a resource. A keep-alive renews it in
 // the background and stops, at the latest, at the lease's expiry.
 //
-// Sessions ([Store.SaveSession], [Store.RestoreSession]) keep snapshots of
+// Sessions ([Store.SetSession], [Store.GetSession]) keep snapshots of
 // conversational context. [Store.History] is the audit log of every state
 // transition; it is kept within its count limit as it is written, and
 // trimmed by age when swept ([Options]). [Store.Health]
@@ -70,6 +74,29 @@
 // [Store.Namespace] narrows a store: everything is isolated per namespace.
 // [Store.StateTool] exposes the seven operations of the McpStateTool
 // interface that agent frameworks define.
+//
+// # Names
+//
+// The Store's methods are named by one rule. A method is a verb, and a verb
+// means the same in every kind of record: Get reads one record by its id
+// (an error matching ErrNotFound when there is none), Set writes one whole,
+// Delete removes one and reports whether it was live, List pages through
+// every record of a kind, Create makes one under an id the store picks.
+// Key-value entries, the store's plain records, take the bare verb (Set,
+// Get, Exists, Delete, List, SetMany, GetMany, Update); every other kind
+// of record is named after the verb: Run, Lease, Session (GetRun,
+// GetLease, GetSession; ListRuns; SetSession, DeleteSession). A kind's own
+// verbs are named the same way: a run is created, discovered, claimed,
+// checkpointed, resumed, completed, failed and released (ClaimRun,
+// CheckpointRun, ReleaseRun); a lease is acquired, without waiting or
+// waiting, renewed and released (TryAcquireLease, AcquireLease, RenewLease,
+// ReleaseLease). The waits name what they wait on (WaitKey, WaitRun), and
+// imports what they import (ImportEntries, ImportRun). Methods about the
+// store as a whole are a bare verb (Ping, Reset, Sweep, Close, Watch, Once)
+// or are named after what they return (Health, History, Namespace,
+// StateTool, KeepAlive). Per-call options are named after the verb of the
+// methods that take them (SetOption, CheckpointOption), and the option a
+// constructor returns after the option (WithFence returns a FenceOption).
 //
 // # Backends and URLs
 //

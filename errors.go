@@ -71,8 +71,10 @@ func (e *Error) Unwrap() error { return e.Err }
 // A FieldError says which argument was rejected and why. It matches
 // ErrInvalid.
 type FieldError struct {
-	// Field is the argument's name as the MCP tools spell it, such as "key"
-	// or "ttl".
+	// Field names the argument in the words of the store's records, in
+	// snake case: "key", "run_id", "agent_id", "ttl", "claim_ttl". An
+	// adapter says it in its own terms where they differ (mcpadapter's
+	// tools take "ttl" as ttl_seconds and name that).
 	Field string
 	// Problem says what is wrong with it, as a phrase that follows the
 	// field name: "must not be empty".

@@ -53,6 +53,37 @@ func ExampleIfVersion() {
 	// Output: true true
 }
 
+// Options built up before a call take the type of the method's options:
+// here CheckpointOption, which WithAgent, WithFence and WithStatus are.
+// Appending WithTTL, which CheckpointRun does not honour, would not compile.
+func ExampleCheckpointOption() {
+	ctx := context.Background()
+	st, err := state.New(memstate.New(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+
+	run, _ := st.CreateRun(ctx, "report", nil)
+	claim, err := st.ClaimRun(ctx, run.ID, "worker-a")
+	if err != nil {
+		log.Fatal(err)
+	}
+	const last = 2
+	for step := int64(1); step <= last; step++ {
+		opts := []state.CheckpointOption{state.WithAgent("worker-a"), state.WithFence(claim.Fence)}
+		if step == last {
+			opts = append(opts, state.WithStatus(state.StatusDone))
+		}
+		if _, err := st.CheckpointRun(ctx, run.ID, step, map[string]int64{"step": step}, opts...); err != nil {
+			log.Fatal(err)
+		}
+	}
+	r, _ := st.GetRun(ctx, run.ID)
+	fmt.Println(r.Status, r.LastStep)
+	// Output: done 2
+}
+
 // A worker claims a run, checkpoints, and crashes; once its claim expires a
 // second worker takes over and resumes from the last checkpoint, and the
 // crashed worker's late write is refused.
@@ -67,7 +98,7 @@ func ExampleStore_ClaimRun() {
 
 	run, _ := st.CreateRun(ctx, "pr-review", map[string]string{"pr": "42"})
 	a, _ := st.ClaimRun(ctx, run.ID, "worker-a", state.WithClaimTTL(time.Minute))
-	_, _ = st.Checkpoint(ctx, run.ID, 1, map[string]int{"files": 12}, state.WithFence(a.Fence))
+	_, _ = st.CheckpointRun(ctx, run.ID, 1, map[string]int{"files": 12}, state.WithFence(a.Fence))
 
 	clk.Advance(time.Minute) // worker-a crashed: no heartbeat
 
@@ -75,10 +106,10 @@ func ExampleStore_ClaimRun() {
 	res, _ := st.ResumeRun(ctx, run.ID)
 	fmt.Println("reclaimed:", b.Reclaimed, "attempt:", b.Attempt, "resume after step", res.LastStep)
 
-	_, err = st.Checkpoint(ctx, run.ID, 2, "late", state.WithFence(a.Fence))
+	_, err = st.CheckpointRun(ctx, run.ID, 2, "late", state.WithFence(a.Fence))
 	fmt.Println("stale worker refused:", errors.Is(err, state.ErrNotHeld))
 
-	done, _ := st.Checkpoint(ctx, run.ID, 2, "LGTM", state.WithFence(b.Fence), state.WithStatus(state.StatusDone))
+	done, _ := st.CheckpointRun(ctx, run.ID, 2, "LGTM", state.WithFence(b.Fence), state.WithStatus(state.StatusDone))
 	fmt.Println(done.Status)
 	// Output:
 	// reclaimed: true attempt: 2 resume after step 1
@@ -102,7 +133,7 @@ func ExampleStore_DiscoverRuns() {
 }
 
 // Leases are exclusive; the fence grows with every new holder.
-func ExampleStore_TryAcquire() {
+func ExampleStore_TryAcquireLease() {
 	ctx := context.Background()
 	clk := statetest.NewClock()
 	st, err := state.New(memstate.New(), &state.Options{Clock: clk})
@@ -111,12 +142,12 @@ func ExampleStore_TryAcquire() {
 	}
 	defer st.Close()
 
-	a, _ := st.TryAcquire(ctx, "pr:42:comments", "worker-a", 30*time.Second)
-	_, err = st.TryAcquire(ctx, "pr:42:comments", "worker-b", 30*time.Second)
+	a, _ := st.TryAcquireLease(ctx, "pr:42:comments", "worker-a", 30*time.Second)
+	_, err = st.TryAcquireLease(ctx, "pr:42:comments", "worker-b", 30*time.Second)
 	fmt.Println(err)
 
 	clk.Advance(30 * time.Second)
-	b, _ := st.TryAcquire(ctx, "pr:42:comments", "worker-b", 30*time.Second)
+	b, _ := st.TryAcquireLease(ctx, "pr:42:comments", "worker-b", 30*time.Second)
 	fmt.Println("takeover:", b.Takeover, "fence grew:", b.Fence > a.Fence)
 	// Output:
 	// state: lease.acquire "pr:42:comments": Held by 'worker-a'
@@ -132,7 +163,7 @@ func ExampleStore_KeepAlive() {
 	}
 	defer st.Close()
 
-	l, err := st.Acquire(ctx, "leader", "replica-1", 15*time.Second)
+	l, err := st.AcquireLease(ctx, "leader", "replica-1", 15*time.Second)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -148,7 +179,7 @@ func ExampleStore_KeepAlive() {
 }
 
 // Save and restore an agent's conversational context.
-func ExampleStore_SaveSession() {
+func ExampleStore_SetSession() {
 	ctx := context.Background()
 	st, err := state.New(memstate.New(), nil)
 	if err != nil {
@@ -156,8 +187,8 @@ func ExampleStore_SaveSession() {
 	}
 	defer st.Close()
 
-	_, _ = st.SaveSession(ctx, "worker-a:pr-42", map[string]any{"next": "security review"})
-	s, _ := st.RestoreSession(ctx, "worker-a:pr-42")
+	_, _ = st.SetSession(ctx, "worker-a:pr-42", map[string]any{"next": "security review"})
+	s, _ := st.GetSession(ctx, "worker-a:pr-42")
 	fmt.Println(string(s.Context))
 	// Output: {"next":"security review"}
 }

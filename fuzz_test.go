@@ -45,7 +45,7 @@ func FuzzKeyValue(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key string, value []byte, ttl, ifVersion, advanceMs int64) {
 		ctx := context.Background()
 		st, clk := statetest.NewStore(t)
-		var opts []state.Option
+		var opts []state.SetOption
 		if ttl != 0 {
 			opts = append(opts, state.WithTTL(time.Duration(ttl)))
 		}
@@ -111,15 +111,15 @@ func FuzzWorkflow(f *testing.F) {
 		}
 		c, err := st.ClaimRun(ctx, r.ID, agent, state.WithClaimTTL(time.Duration(claimTTL)))
 		checkErr(t, "ClaimRun", err, state.ErrInvalid)
-		opts := []state.Option{}
+		opts := []state.CheckpointOption{}
 		if err == nil {
 			opts = append(opts, state.WithAgent(agent), state.WithFence(c.Fence))
 		}
 		if status != "" {
 			opts = append(opts, state.WithStatus(state.Status(status)))
 		}
-		run, err := st.Checkpoint(ctx, r.ID, step, json.RawMessage(output), opts...)
-		checkErr(t, "Checkpoint", err, state.ErrInvalid)
+		run, err := st.CheckpointRun(ctx, r.ID, step, json.RawMessage(output), opts...)
+		checkErr(t, "CheckpointRun", err, state.ErrInvalid)
 		res, rerr := st.ResumeRun(ctx, r.ID)
 		checkErr(t, "ResumeRun", rerr)
 		if err == nil {
@@ -142,15 +142,15 @@ func FuzzLease(f *testing.F) {
 	f.Fuzz(func(t *testing.T, resource, a, b string, ttl, advanceMs int64) {
 		ctx := context.Background()
 		st, clk := statetest.NewStore(t)
-		la, err := st.TryAcquire(ctx, resource, a, time.Duration(ttl))
-		checkErr(t, "TryAcquire", err, state.ErrInvalid)
+		la, err := st.TryAcquireLease(ctx, resource, a, time.Duration(ttl))
+		checkErr(t, "TryAcquireLease", err, state.ErrInvalid)
 		if err != nil {
 			return
 		}
 		clk.Advance(time.Duration(advanceMs%(1<<40)) * time.Millisecond)
 		live := la.ExpiresAt.After(clk.Now())
-		lb, err := st.TryAcquire(ctx, resource, b, time.Duration(ttl))
-		checkErr(t, "second TryAcquire", err, state.ErrLeaseHeld, state.ErrInvalid)
+		lb, err := st.TryAcquireLease(ctx, resource, b, time.Duration(ttl))
+		checkErr(t, "second TryAcquireLease", err, state.ErrLeaseHeld, state.ErrInvalid)
 		if errors.Is(err, state.ErrInvalid) {
 			return
 		}
@@ -187,10 +187,10 @@ func FuzzPaging(f *testing.F) {
 		checkErr(t, "ListRuns", err, state.ErrInvalid)
 		_, err = st.History(ctx, state.HistoryQuery{Key: prefix, Limit: limit, Before: int64(len(cursor))})
 		checkErr(t, "History", err, state.ErrInvalid)
-		_, err = st.SaveSession(ctx, session, json.RawMessage(cursor))
-		checkErr(t, "SaveSession", err, state.ErrInvalid)
-		_, err = st.RestoreSession(ctx, session)
-		checkErr(t, "RestoreSession", err, state.ErrInvalid, state.ErrNotFound)
+		_, err = st.SetSession(ctx, session, json.RawMessage(cursor))
+		checkErr(t, "SetSession", err, state.ErrInvalid)
+		_, err = st.GetSession(ctx, session)
+		checkErr(t, "GetSession", err, state.ErrInvalid, state.ErrNotFound)
 	})
 }
 

@@ -124,7 +124,7 @@ func (s *Store) importEntries(ctx context.Context, entries []ImportedEntry) ([]b
 // ImportSessions writes, in one atomic commit, each session whose id holds
 // no live session, and reports for each whether it was written (false: a
 // session was there and is kept as it is). Sessions are checked as
-// SaveSession checks its arguments; an invalid one fails the call before
+// SetSession checks its arguments; an invalid one fails the call before
 // anything is written. Ids must be distinct; at most Limits.MaxBatch
 // sessions.
 func (s *Store) ImportSessions(ctx context.Context, sessions []ImportedSession) ([]bool, error) {
@@ -161,7 +161,7 @@ func (s *Store) importSessions(ctx context.Context, sessions []ImportedSession) 
 // lease is there and is kept as it is). A written lease is held by its
 // holder, who may renew or release it as if it had acquired it, with a
 // fence token of its own (the commit's revision, as for an acquire). Leases
-// are checked as TryAcquire checks its arguments; an invalid one fails the
+// are checked as TryAcquireLease checks its arguments; an invalid one fails the
 // call before anything is written. Resources must be distinct; at most
 // Limits.MaxBatch leases.
 func (s *Store) ImportLeases(ctx context.Context, leases []ImportedLease) ([]bool, error) {

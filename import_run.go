@@ -51,7 +51,7 @@ type ImportedRun struct {
 // the last step and outputs kept), which is crash recovery for a run whose
 // worker is gone. Its former agent may claim it again the same way.
 //
-// The run is checked as CreateRun and Checkpoint check their arguments; an
+// The run is checked as CreateRun and CheckpointRun check their arguments; an
 // invalid one is a *FieldError naming the field and nothing is written. The
 // run record is written in one atomic commit together with the outputs that
 // fit in it; the outputs of a run with very many or very large ones are

@@ -68,7 +68,7 @@ func TestImportRunWritesWhatTransitionsWrite(t *testing.T) {
 	tags := map[string]string{"pipeline": "pr-review", "repo": "org/app"}
 	step := func(id string, n int64) {
 		clk.Advance(time.Second)
-		if _, err := native.Checkpoint(ctx, id, n, map[string]any{"step": n, "files": []int{1, 2}}); err != nil {
+		if _, err := native.CheckpointRun(ctx, id, n, map[string]any{"step": n, "files": []int{1, 2}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -231,7 +231,7 @@ func TestImportRunTwiceKeepsWhatIsThere(t *testing.T) {
 	if _, ok, err := st.ImportRun(ctx, in); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if _, err := st.Checkpoint(ctx, in.ID, 1, "changed since"); err != nil {
+	if _, err := st.CheckpointRun(ctx, in.ID, 1, "changed since"); err != nil {
 		t.Fatal(err)
 	}
 	in.Outputs[0].Output = json.RawMessage(`2`)

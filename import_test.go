@@ -100,14 +100,14 @@ func TestImportSessionsAndLeases(t *testing.T) {
 	if err != nil || !ok[0] {
 		t.Fatal(ok, err)
 	}
-	ss, err := st.RestoreSession(ctx, "worker-a:pr-42")
+	ss, err := st.GetSession(ctx, "worker-a:pr-42")
 	if err != nil || string(ss.Context) != `{"next":"security"}` || !ss.UpdatedAt.Equal(saved) {
 		t.Errorf("imported session %+v, %v", ss, err)
 	}
 	if _, err := st.ImportSessions(ctx, []state.ImportedSession{{ID: "s", Context: json.RawMessage(`[1]`)}}); !errors.Is(err, state.ErrInvalid) {
 		t.Errorf("a session that is not an object: %v", err)
 	}
-	if _, err := st.TryAcquire(ctx, "held", "someone", time.Hour); err != nil {
+	if _, err := st.TryAcquireLease(ctx, "held", "someone", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	ok, err = st.ImportLeases(ctx, []state.ImportedLease{
@@ -121,10 +121,10 @@ func TestImportSessionsAndLeases(t *testing.T) {
 	if err != nil || l.Holder != "worker-a" || !l.ExpiresAt.Equal(statetest.Epoch.Add(30*time.Second)) || l.Fence == 0 || l.TTL != 30*time.Second {
 		t.Errorf("imported lease %+v, %v", l, err)
 	}
-	if _, err := st.TryAcquire(ctx, "pr:42:comments", "worker-c", time.Minute); !errors.Is(err, state.ErrLeaseHeld) {
+	if _, err := st.TryAcquireLease(ctx, "pr:42:comments", "worker-c", time.Minute); !errors.Is(err, state.ErrLeaseHeld) {
 		t.Errorf("another holder acquired an imported live lease: %v", err)
 	}
-	r, err := st.Renew(ctx, "pr:42:comments", "worker-a", time.Minute)
+	r, err := st.RenewLease(ctx, "pr:42:comments", "worker-a", time.Minute)
 	if err != nil || r.Fence != l.Fence {
 		t.Errorf("the holder renewing its imported lease: %+v, %v", r, err)
 	}
@@ -133,7 +133,7 @@ func TestImportSessionsAndLeases(t *testing.T) {
 		t.Errorf("history of an imported lease %+v", evs)
 	}
 	clk.Advance(time.Minute)
-	if tk, err := st.TryAcquire(ctx, "pr:42:comments", "worker-c", time.Minute); err != nil || !tk.Takeover || tk.Fence <= l.Fence {
+	if tk, err := st.TryAcquireLease(ctx, "pr:42:comments", "worker-c", time.Minute); err != nil || !tk.Takeover || tk.Fence <= l.Fence {
 		t.Errorf("taking over an expired imported lease: %+v, %v", tk, err)
 	}
 	if l, _ := st.GetLease(ctx, "held"); l.Holder != "someone" {

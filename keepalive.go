@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-// Acquire is TryAcquire that waits while another holder has the lease: it
+// AcquireLease is TryAcquireLease that waits while another holder has the lease: it
 // tries again when the holder's lease would expire, and at least every
 // Options.LeasePollInterval (to notice a release), until it gets the lease or
 // ctx ends, in which case it returns ctx's error.
-func (s *Store) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error) {
+func (s *Store) AcquireLease(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error) {
 	poll := s.c.opts.LeasePollInterval
 	for {
-		l, err := s.TryAcquire(ctx, resource, holder, ttl)
+		l, err := s.TryAcquireLease(ctx, resource, holder, ttl)
 		var held *HeldError
 		if !errors.As(err, &held) {
 			return l, err
@@ -157,7 +157,7 @@ func (k *KeepAlive) run(ctx context.Context, s *Store) {
 			rctx, cancel := context.WithTimeout(ctx, min(expiry.Add(-margin).Sub(sent), ttl/3))
 			stopRenewal = cancel
 			go func() {
-				nl, err := s.Renew(rctx, l.Resource, l.Holder, ttl)
+				nl, err := s.RenewLease(rctx, l.Resource, l.Holder, ttl)
 				results <- renewal{lease: nl, err: err, sent: sent}
 			}()
 			renC = nil

@@ -110,7 +110,7 @@ func receive[T any](t *testing.T, c <-chan T, what string) T {
 // acquire has holder "A" take resource for 30s.
 func acquire(t *testing.T, st *state.Store, resource string) state.Lease {
 	t.Helper()
-	l, err := st.TryAcquire(context.Background(), resource, "A", 30*time.Second)
+	l, err := st.TryAcquireLease(context.Background(), resource, "A", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,10 +244,10 @@ func TestKeepAliveStopsWhenTheLeaseIsLost(t *testing.T) {
 	l := acquire(t, st, "r")
 	ka := st.KeepAlive(ctx, l)
 	waitTimers(t, clk, 2)
-	if ok, err := st.Release(ctx, "r", "A"); !ok || err != nil {
+	if ok, err := st.ReleaseLease(ctx, "r", "A"); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if _, err := st.TryAcquire(ctx, "r", "B", time.Hour); err != nil {
+	if _, err := st.TryAcquireLease(ctx, "r", "B", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(10 * time.Second)

@@ -59,8 +59,8 @@ func entryOf(key string, r backend.Record) Entry {
 // stored as is) under key and returns the new entry. It honours WithTTL,
 // WithAgent and IfVersion. A Set without WithTTL clears an earlier TTL. Every
 // Set is recorded in history with the previous live value.
-func (s *Store) Set(ctx context.Context, key string, value any, opts ...Option) (Entry, error) {
-	e, err := withOptions("Set", opts, func(o callOptions) (Entry, error) { return s.set(ctx, key, value, o) })
+func (s *Store) Set(ctx context.Context, key string, value any, opts ...SetOption) (Entry, error) {
+	e, err := s.set(ctx, key, value, collect(opts))
 	return e, wrap("kv.set", key, err)
 }
 
@@ -168,10 +168,8 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 // deleted (an expired entry is not live). It honours IfVersion (a mismatch
 // is a *ConflictError) and WithAgent (recorded in history as the deleter). A
 // deletion is recorded in history.
-func (s *Store) Delete(ctx context.Context, key string, opts ...Option) (bool, error) {
-	ok, err := withOptions("Delete", opts, func(o callOptions) (bool, error) {
-		return s.deleteRecord(ctx, "kv.delete", "key", key, layout.KV(key), o)
-	})
+func (s *Store) Delete(ctx context.Context, key string, opts ...DeleteOption) (bool, error) {
+	ok, err := s.deleteRecord(ctx, "kv.delete", "key", key, layout.KV(key), collect(opts))
 	return ok, wrap("kv.delete", key, err)
 }
 
@@ -219,8 +217,8 @@ func (s *Store) deleteRecord(ctx context.Context, op, field, key, rk string, o c
 // List returns a page of live keys starting with prefix, in byte order. The
 // prefix is literal and case-sensitive. It honours WithLimit (default 1000,
 // at most 10000) and WithCursor.
-func (s *Store) List(ctx context.Context, prefix string, opts ...Option) (KeyPage, error) {
-	p, err := withOptions("List", opts, func(o callOptions) (KeyPage, error) { return s.list(ctx, prefix, o) })
+func (s *Store) List(ctx context.Context, prefix string, opts ...ListOption) (KeyPage, error) {
+	p, err := s.list(ctx, prefix, collect(opts))
 	return p, wrap("kv.list", prefix, err)
 }
 
@@ -267,8 +265,8 @@ func (s *Store) list(ctx context.Context, prefix string, o callOptions) (KeyPage
 // SetMany stores every item in one atomic write: all are stored or none is.
 // It honours WithTTL and WithAgent (applied to every item). Keys must be
 // distinct.
-func (s *Store) SetMany(ctx context.Context, items []Item, opts ...Option) ([]Entry, error) {
-	es, err := withOptions("SetMany", opts, func(o callOptions) ([]Entry, error) { return s.setMany(ctx, items, o) })
+func (s *Store) SetMany(ctx context.Context, items []Item, opts ...SetManyOption) ([]Entry, error) {
+	es, err := s.setMany(ctx, items, collect(opts))
 	return es, wrap("kv.set_many", "", err)
 }
 

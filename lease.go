@@ -21,31 +21,32 @@ type Lease struct {
 	ExpiresAt time.Time
 	// TTL is the duration the lease was last acquired or renewed for.
 	TTL time.Duration
-	// Takeover is set when TryAcquire took the lease from a holder whose
+	// Takeover is set when TryAcquireLease took the lease from a holder whose
 	// lease had expired without being released.
 	Takeover bool
 }
 
-// TryAcquire takes the lease on resource for holder for ttl (rounded up to a
-// whole number of milliseconds), if it is free or expired. The holder acquiring its own live lease again extends it and keeps
-// its fence, so that a retried call cannot lock its own caller out. When
-// another holder has it, the error is a *HeldError matching ErrLeaseHeld.
-func (s *Store) TryAcquire(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error) {
+// TryAcquireLease takes the lease on resource for holder for ttl (rounded up
+// to a whole number of milliseconds), if it is free or expired. The holder
+// acquiring its own live lease again extends it and keeps its fence, so that
+// a retried call cannot lock its own caller out. When another holder has it,
+// the error is a *HeldError matching ErrLeaseHeld.
+func (s *Store) TryAcquireLease(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error) {
 	l, err := s.leaseOp(ctx, leaseAcquire, resource, holder, ttl)
 	return l, wrap("lease.acquire", resource, err)
 }
 
-// Renew extends holder's live lease on resource to now + ttl. It fails with
-// a *NotHeldError when holder does not hold a live lease on resource.
-func (s *Store) Renew(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error) {
+// RenewLease extends holder's live lease on resource to now + ttl. It fails
+// with a *NotHeldError when holder does not hold a live lease on resource.
+func (s *Store) RenewLease(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error) {
 	l, err := s.leaseOp(ctx, leaseRenew, resource, holder, ttl)
 	return l, wrap("lease.renew", resource, err)
 }
 
-// Release frees holder's live lease on resource and reports whether it did;
+// ReleaseLease frees holder's live lease on resource and reports whether it did;
 // it reports false, without error, when holder does not hold a live lease
 // (an expired lease is held by no one).
-func (s *Store) Release(ctx context.Context, resource, holder string) (bool, error) {
+func (s *Store) ReleaseLease(ctx context.Context, resource, holder string) (bool, error) {
 	_, err := s.leaseOp(ctx, leaseRelease, resource, holder, 0)
 	if err == nil {
 		return true, nil
@@ -75,7 +76,7 @@ const (
 	leaseRelease
 )
 
-// errNotReleased is Release's internal "nothing to release".
+// errNotReleased is ReleaseLease's internal "nothing to release".
 var errNotReleased = &NotHeldError{}
 
 // leaseOp validates and runs one lease operation as an atomic

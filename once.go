@@ -55,8 +55,8 @@ type effectValue struct {
 // another caller took over the effect.
 //
 // History records once.start and once.done (with the result) under key.
-func (s *Store) Once(ctx context.Context, key string, fn func(ctx context.Context) (any, error), opts ...Option) (OnceResult, error) {
-	r, err := withOptions("Once", opts, func(o callOptions) (OnceResult, error) { return s.once(ctx, key, fn, o) })
+func (s *Store) Once(ctx context.Context, key string, fn func(ctx context.Context) (any, error), opts ...OnceOption) (OnceResult, error) {
+	r, err := s.once(ctx, key, fn, collect(opts))
 	return r, wrap("once", key, err)
 }
 

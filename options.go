@@ -49,7 +49,7 @@ type Options struct {
 	// Tracer, if set, brackets every backend call with a context (for
 	// tracing: package otelstate gives each call a span).
 	Tracer Tracer
-	// LeasePollInterval is the longest a blocking Acquire, or a Once
+	// LeasePollInterval is the longest a blocking AcquireLease, or a Once
 	// waiting for another caller's effect, waits before trying again.
 	// Defaults to 100 milliseconds.
 	LeasePollInterval time.Duration
@@ -161,117 +161,4 @@ func (o *Options) withDefaults() Options {
 		l.MaxBatch = DefaultMaxBatch
 	}
 	return r
-}
-
-// An Option configures a single call. Each method's documentation lists the
-// options it honours; any other option is rejected with a *FieldError naming
-// it (see honours.go), so that an option never silently does nothing.
-type Option func(*callOptions)
-
-type callOptions struct {
-	set       optionSet // which options were given
-	ttl       time.Duration
-	agent     string
-	version   int64
-	versionOK bool
-	claimTTL  time.Duration
-	fence     int64
-	fenceSet  bool
-	status    Status
-	limit     int
-	cursor    string
-	parent    string
-	join      bool
-	idem      string
-}
-
-// WithTTL makes a key-value entry or session expire ttl after the write. It
-// must be at least one millisecond; a TTL that is not a whole number of
-// milliseconds is rounded up to the next one. Without it a write clears an
-// earlier TTL.
-func WithTTL(ttl time.Duration) Option {
-	return func(o *callOptions) { o.set |= optTTL; o.ttl = ttl }
-}
-
-// WithAgent records who writes (Set, Delete, SetMany, SaveSession,
-// DeleteSession, CreateRun) and, for Checkpoint, CompleteRun and FailRun,
-// requires that this agent holds the run's live claim. An agent that
-// restarted and reuses the holder's id passes this check: only WithFence
-// tells them apart.
-func WithAgent(agentID string) Option {
-	return func(o *callOptions) { o.set |= optAgent; o.agent = agentID }
-}
-
-// IfVersion makes Set, Delete, SaveSession and DeleteSession a
-// compare-and-set: the write happens only if the current version equals
-// version, where 0 means the key must be absent. Otherwise the call fails
-// with a *ConflictError naming the current version.
-func IfVersion(version int64) Option {
-	return func(o *callOptions) { o.set |= optVersion; o.version, o.versionOK = version, true }
-}
-
-// WithClaimTTL sets how long a claim lives without a heartbeat (ClaimRun).
-// Like WithTTL, it is rounded up to a whole number of milliseconds.
-func WithClaimTTL(ttl time.Duration) Option {
-	return func(o *callOptions) { o.set |= optClaimTTL; o.claimTTL = ttl }
-}
-
-// WithFence requires, for Checkpoint, CompleteRun and FailRun, that the
-// caller's claim still carries this fence token: a worker whose claim
-// expired and was taken over cannot overwrite its successor, and is not
-// told that finishing an already finished run succeeded. Every claim has a
-// fence of its own, so this also refuses an agent that restarted and
-// reuses the holder's id.
-func WithFence(fence int64) Option {
-	return func(o *callOptions) { o.set |= optFence; o.fence, o.fenceSet = fence, true }
-}
-
-// WithStatus makes a Checkpoint finish the run as StatusDone or
-// StatusFailed in the same atomic write.
-func WithStatus(s Status) Option {
-	return func(o *callOptions) { o.set |= optStatus; o.status = s }
-}
-
-// WithLimit bounds the size of a page (List, ListRuns).
-func WithLimit(n int) Option {
-	return func(o *callOptions) { o.set |= optLimit; o.limit = n }
-}
-
-// WithCursor continues a listing after the page that returned cursor.
-func WithCursor(cursor string) Option {
-	return func(o *callOptions) { o.set |= optCursor; o.cursor = cursor }
-}
-
-// WithParent creates a run (CreateRun) as a child of run parentID, which
-// must exist and be open (ErrParentNotFound, ErrParentFinished otherwise).
-// The child is listed by DiscoverRuns with RunQuery.ParentID, and counted
-// in its parent's Run.Children.
-func WithParent(parentID string) Option {
-	return func(o *callOptions) { o.set |= optParent; o.parent = parentID }
-}
-
-// WithJoin creates a join parent (CreateRun): a run that waits
-// (StatusWaiting, not claimable: ClaimRun fails with ErrWaiting) until it
-// has children and every one of them has finished, done or failed; the
-// write that finishes the last one makes it created, claimable like a
-// fresh run, so that exactly one aggregator claims it.
-//
-// A child created after the release while nobody has claimed the parent
-// yet sends it back to waiting (history: workflow.rejoin); once an
-// aggregator has claimed it, the parent takes no more children
-// (ErrParentFinished). Create every child before any of them can finish
-// to keep the join from releasing between two of them. A waiting parent
-// can still be finished directly (CompleteRun, FailRun) to abandon the
-// fan-out.
-func WithJoin() Option {
-	return func(o *callOptions) { o.set |= optJoin; o.join = true }
-}
-
-// WithIdempotencyKey makes CreateRun idempotent: while the key is
-// remembered (Options.IdempotencyWindow, per namespace), a CreateRun with
-// the same key creates nothing and returns the run the first one made,
-// with Run.Replayed set. The key identifies the request: the name, tags
-// and parent of a replay are not compared with the first call's.
-func WithIdempotencyKey(key string) Option {
-	return func(o *callOptions) { o.set |= optIdem; o.idem = key }
 }

@@ -43,7 +43,7 @@ func ExampleWithJoin() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if _, err := st.Checkpoint(ctx, c.ID, 1, "lgtm", state.WithFence(claim.Fence), state.WithStatus(state.StatusDone)); err != nil {
+		if _, err := st.CheckpointRun(ctx, c.ID, 1, "lgtm", state.WithFence(claim.Fence), state.WithStatus(state.StatusDone)); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -23,11 +23,11 @@ type Session struct {
 	ExpiresAt time.Time
 }
 
-// SaveSession replaces the whole snapshot of session id with snapshot, which
+// SetSession replaces the whole snapshot of session id with snapshot, which
 // must encode to a JSON object. It honours WithTTL, WithAgent and IfVersion.
 // History records who saved it and its size, not its content.
-func (s *Store) SaveSession(ctx context.Context, id string, snapshot any, opts ...Option) (Session, error) {
-	ss, err := withOptions("SaveSession", opts, func(o callOptions) (Session, error) { return s.saveSession(ctx, id, snapshot, o) })
+func (s *Store) SetSession(ctx context.Context, id string, snapshot any, opts ...SetOption) (Session, error) {
+	ss, err := s.saveSession(ctx, id, snapshot, collect(opts))
 	return ss, wrap("session.save", id, err)
 }
 
@@ -61,9 +61,9 @@ func (s *Store) saveSession(ctx context.Context, id string, sctx any, o callOpti
 // sizeJSON is the history summary of a session snapshot.
 func sizeJSON(n int) []byte { return []byte(`{"size":` + strconv.Itoa(n) + `}`) }
 
-// RestoreSession returns the live snapshot of session id, or an error
+// GetSession returns the live snapshot of session id, or an error
 // matching ErrNotFound.
-func (s *Store) RestoreSession(ctx context.Context, id string) (Session, error) {
+func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
 	r, err := s.getRecord(ctx, "session_id", id, layout.Session(id))
 	if err != nil {
 		return Session{}, wrap("session.restore", id, err)
@@ -74,9 +74,7 @@ func (s *Store) RestoreSession(ctx context.Context, id string) (Session, error) 
 
 // DeleteSession removes session id and reports whether a live snapshot was
 // deleted. It honours IfVersion and WithAgent (recorded in history).
-func (s *Store) DeleteSession(ctx context.Context, id string, opts ...Option) (bool, error) {
-	ok, err := withOptions("DeleteSession", opts, func(o callOptions) (bool, error) {
-		return s.deleteRecord(ctx, "session.delete", "session_id", id, layout.Session(id), o)
-	})
+func (s *Store) DeleteSession(ctx context.Context, id string, opts ...DeleteOption) (bool, error) {
+	ok, err := s.deleteRecord(ctx, "session.delete", "session_id", id, layout.Session(id), collect(opts))
 	return ok, wrap("session.delete", id, err)
 }

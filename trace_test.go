@@ -93,7 +93,7 @@ func TestTracerBracketsEveryBackendCall(t *testing.T) {
 	is.NoErr(err)
 	_, err = st.ClaimRun(ctx, run.ID, "agent-a")
 	is.NoErr(err)
-	_, err = st.TryAcquire(ctx, "res", "agent-a", time.Minute)
+	_, err = st.TryAcquireLease(ctx, "res", "agent-a", time.Minute)
 	is.NoErr(err)
 	_, err = st.Sweep(ctx)
 	is.NoErr(err)

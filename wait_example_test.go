@@ -67,7 +67,7 @@ func ExampleStore_WaitRun() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if _, err := st.Checkpoint(ctx, run.ID, 1, "approved", state.WithFence(c.Fence), state.WithStatus(state.StatusDone)); err != nil {
+		if _, err := st.CheckpointRun(ctx, run.ID, 1, "approved", state.WithFence(c.Fence), state.WithStatus(state.StatusDone)); err != nil {
 			log.Fatal(err)
 		}
 	}()
@@ -133,7 +133,7 @@ func ExampleChildrenFinished() {
 	go func() { // the workers
 		for i, id := range ids {
 			status := []state.Status{state.StatusDone, state.StatusFailed}[i]
-			if _, err := st.Checkpoint(ctx, id, 1, "out", state.WithStatus(status)); err != nil {
+			if _, err := st.CheckpointRun(ctx, id, 1, "out", state.WithStatus(status)); err != nil {
 				log.Fatal(err)
 			}
 		}

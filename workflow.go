@@ -62,7 +62,7 @@ type Run struct {
 	LastStep int64
 	// Attempt counts the claims: 1 after the first, +1 per takeover.
 	Attempt int64
-	// Fence increases with every new claim; workers pass it to Checkpoint
+	// Fence increases with every new claim; workers pass it to CheckpointRun
 	// (WithFence) so that a stale worker cannot overwrite its successor.
 	Fence     int64
 	CreatedAt time.Time
@@ -123,8 +123,8 @@ func (s *Store) checkRunID(id string) error {
 // CreateRun registers a run named name with tags, in status created. It
 // honours WithAgent (recorded in history as the creator), WithParent and
 // WithJoin (see children.go) and WithIdempotencyKey (see idempotency.go).
-func (s *Store) CreateRun(ctx context.Context, name string, tags map[string]string, opts ...Option) (Run, error) {
-	r, err := withOptions("CreateRun", opts, func(o callOptions) (Run, error) { return s.createRun(ctx, name, tags, o) })
+func (s *Store) CreateRun(ctx context.Context, name string, tags map[string]string, opts ...CreateOption) (Run, error) {
+	r, err := s.createRun(ctx, name, tags, collect(opts))
 	return r, wrap("workflow.create", r.ID, err)
 }
 

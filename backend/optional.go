@@ -181,11 +181,6 @@ type ClaimResult struct {
 	// Run is the run record: as written when the claim succeeded, as read
 	// otherwise. The run holds its claim.
 	Run Record
-	// Claim is not used: the claim is held in the run record. It is kept so
-	// that drivers written against the earlier layout still compile.
-	//
-	// Deprecated: package state reads the claim from Run.
-	Claim Record
 	// Reclaimed is set when the claim took over from an expired holder.
 	Reclaimed bool
 	// Now is the time the claim was evaluated at.
@@ -194,9 +189,9 @@ type ClaimResult struct {
 
 // Leaser is implemented by drivers that acquire, renew and release leases in
 // one round trip each. Lease must follow exactly the rules of
-// state.Store.TryAcquire, Renew and Release, keep the lease record in the
-// layout package state reads (Writer is the holder, CreateRevision the
-// fence) and append the same history events.
+// state.Store.TryAcquireLease, RenewLease and ReleaseLease, keep the lease
+// record in the layout package state reads (Writer is the holder,
+// CreateRevision the fence) and append the same history events.
 //
 // Fallback: package state reads the lease and commits under a condition
 // (natively atomic with an Updater).

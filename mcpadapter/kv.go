@@ -34,7 +34,7 @@ type (
 )
 
 func stateSet(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
-	var opts []state.Option
+	var opts []state.SetOption
 	if a.has("ttl_seconds") {
 		opts = append(opts, state.WithTTL(a.dur("ttl_seconds")))
 	}
@@ -65,7 +65,7 @@ func stateGet(ctx context.Context, st *state.Store, a args, _ *Options) (any, er
 }
 
 func stateDelete(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
-	var opts []state.Option
+	var opts []state.DeleteOption
 	if a.has("if_version") {
 		opts = append(opts, state.IfVersion(a.int("if_version")))
 	}
@@ -85,8 +85,8 @@ func stateList(ctx context.Context, st *state.Store, a args, _ *Options) (any, e
 }
 
 // pageOptions passes the limit and cursor arguments of a listing on.
-func pageOptions(a args) []state.Option {
-	var opts []state.Option
+func pageOptions(a args) []state.ListOption {
+	var opts []state.ListOption
 	if a.has("limit") {
 		opts = append(opts, state.WithLimit(int(a.int("limit"))))
 	}

@@ -31,7 +31,7 @@ type (
 
 func leaseAcquire(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
 	res := a.str("resource_id")
-	l, err := st.TryAcquire(ctx, res, a.str("holder_id"), a.dur("ttl_seconds"))
+	l, err := st.TryAcquireLease(ctx, res, a.str("holder_id"), a.dur("ttl_seconds"))
 	var he *state.HeldError
 	switch {
 	case errors.As(err, &he):
@@ -44,7 +44,7 @@ func leaseAcquire(ctx context.Context, st *state.Store, a args, _ *Options) (any
 
 func leaseRelease(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
 	res := a.str("resource_id")
-	ok, err := st.Release(ctx, res, a.str("holder_id"))
+	ok, err := st.ReleaseLease(ctx, res, a.str("holder_id"))
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func leaseRelease(ctx context.Context, st *state.Store, a args, _ *Options) (any
 
 func leaseRenew(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
 	res := a.str("resource_id")
-	l, err := st.Renew(ctx, res, a.str("holder_id"), a.dur("ttl_seconds"))
+	l, err := st.RenewLease(ctx, res, a.str("holder_id"), a.dur("ttl_seconds"))
 	switch {
 	case errors.Is(err, state.ErrNotHeld):
 		return renewResult{ResourceID: res}, nil

@@ -37,7 +37,7 @@ type (
 
 func sessionSave(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
 	id := a.str("session_id")
-	if _, err := st.SaveSession(ctx, id, a.raw("context")); err != nil {
+	if _, err := st.SetSession(ctx, id, a.raw("context")); err != nil {
 		return nil, err
 	}
 	return saveResult{OK: true, SessionID: id}, nil
@@ -45,7 +45,7 @@ func sessionSave(ctx context.Context, st *state.Store, a args, _ *Options) (any,
 
 func sessionRestore(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
 	id := a.str("session_id")
-	s, err := st.RestoreSession(ctx, id)
+	s, err := st.GetSession(ctx, id)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
 		return restoreResult{SessionID: id}, nil

@@ -72,7 +72,7 @@ func TestWorkflowWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Checkpoint(t.Context(), id, 1, "x", state.WithFence(cl.Fence)); err != nil {
+	if _, err := st.CheckpointRun(t.Context(), id, 1, "x", state.WithFence(cl.Fence)); err != nil {
 		t.Fatal(err)
 	}
 	res = <-got

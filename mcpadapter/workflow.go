@@ -128,7 +128,7 @@ func (stepOutputs) jsonSchema() obj {
 }
 
 func workflowCreate(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
-	var opts []state.Option
+	var opts []state.CreateOption
 	if a.has("parent_run_id") {
 		opts = append(opts, state.WithParent(a.str("parent_run_id")))
 	}
@@ -164,7 +164,7 @@ func workflowList(ctx context.Context, st *state.Store, a args, _ *Options) (any
 
 func workflowClaim(ctx context.Context, st *state.Store, a args, o *Options) (any, error) {
 	id, agent := a.str("run_id"), a.str("agent_id")
-	var opts []state.Option
+	var opts []state.ClaimOption
 	switch {
 	case a.has("claim_ttl_seconds"):
 		opts = append(opts, state.WithClaimTTL(a.dur("claim_ttl_seconds")))
@@ -187,7 +187,7 @@ func workflowClaim(ctx context.Context, st *state.Store, a args, o *Options) (an
 
 func workflowCheckpoint(ctx context.Context, st *state.Store, a args, _ *Options) (any, error) {
 	id, step := a.str("run_id"), a.int("step")
-	var opts []state.Option
+	var opts []state.CheckpointOption
 	if a.has("agent_id") {
 		opts = append(opts, state.WithAgent(a.str("agent_id")))
 	}
@@ -197,7 +197,7 @@ func workflowCheckpoint(ctx context.Context, st *state.Store, a args, _ *Options
 	if a.has("status") {
 		opts = append(opts, state.WithStatus(state.Status(a.str("status"))))
 	}
-	if _, err := st.Checkpoint(ctx, id, step, a.raw("output"), opts...); err != nil {
+	if _, err := st.CheckpointRun(ctx, id, step, a.raw("output"), opts...); err != nil {
 		return nil, err
 	}
 	return checkpointResult{OK: true, RunID: id, Step: step}, nil

@@ -90,7 +90,7 @@ func (c *CheckPointStore) Get(ctx context.Context, id string) ([]byte, bool, err
 // Set stores the checkpoint with id, replacing an earlier one and starting
 // its TTL again.
 func (c *CheckPointStore) Set(ctx context.Context, id string, checkPoint []byte) error {
-	opts := []state.Option{state.WithAgent(c.agent)}
+	opts := []state.SetOption{state.WithAgent(c.agent)}
 	if c.ttl > 0 {
 		opts = append(opts, state.WithTTL(c.ttl))
 	}

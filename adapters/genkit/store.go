@@ -8,7 +8,7 @@
 //	sess, _ := session.New(ctx, session.WithStore[Cart](store), session.WithInitialState(Cart{}))
 //	ctx = session.NewContext(ctx, sess) // flows and prompts read {{@state}} from it
 //
-// Each session is one of the store's session snapshots (Store.SaveSession),
+// Each session is one of the store's session snapshots (Store.SetSession),
 // under the id "<prefix><session id>" (prefix "genkit/" by default), so the
 // store's history records who saved it, and its size. Genkit's interface
 // carries no version, so concurrent saves of one session from two processes
@@ -47,7 +47,7 @@ type Options struct {
 type SessionStore[S any] struct {
 	st     *state.Store
 	prefix string
-	opts   []state.Option
+	opts   []state.SetOption
 }
 
 var _ session.Store[struct{}] = (*SessionStore[struct{}])(nil)
@@ -72,7 +72,7 @@ func NewSessionStore[S any](st *state.Store, opts *Options) *SessionStore[S] {
 // Get returns the session with id, or nil (and no error) when there is none
 // or it expired, as Genkit's interface asks.
 func (s *SessionStore[S]) Get(ctx context.Context, id string) (*session.Data[S], error) {
-	ss, err := s.st.RestoreSession(ctx, s.prefix+id)
+	ss, err := s.st.GetSession(ctx, s.prefix+id)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, nil
 	}
@@ -91,7 +91,7 @@ func (s *SessionStore[S]) Save(ctx context.Context, id string, data *session.Dat
 	if data == nil {
 		return fmt.Errorf("genkit: saving session %q: data is nil", id)
 	}
-	if _, err := s.st.SaveSession(ctx, s.prefix+id, data, s.opts...); err != nil {
+	if _, err := s.st.SetSession(ctx, s.prefix+id, data, s.opts...); err != nil {
 		return fmt.Errorf("genkit: saving session %q: %w", id, err)
 	}
 	return nil

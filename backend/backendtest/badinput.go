@@ -37,7 +37,7 @@ func takeSnapshot(t *testing.T, e storeEnv, runID string) snapshot {
 	}
 	s.Run, _ = e.st.GetRun(ctx, runID)
 	s.Lease, _ = e.st.GetLease(ctx, "l")
-	ss, _ := e.st.RestoreSession(ctx, "s")
+	ss, _ := e.st.GetSession(ctx, "s")
 	s.Session = fmt.Sprintf("%s@%d", ss.Context, ss.Version)
 	h, _ := e.st.Health(ctx)
 	s.Events = h.Events
@@ -51,8 +51,8 @@ func badInputCases() []testCase[storeEnv] {
 			_, _ = e.st.Set(ctx, "k", 1)
 			r := mustCreate(t, e, "job", nil)
 			mustClaim(t, e, r.ID, "A")
-			_, _ = e.st.TryAcquire(ctx, "l", "A", time.Minute)
-			_, _ = e.st.SaveSession(ctx, "s", map[string]int{"a": 1})
+			_, _ = e.st.TryAcquireLease(ctx, "l", "A", time.Minute)
+			_, _ = e.st.SetSession(ctx, "s", map[string]int{"a": 1})
 			before := takeSnapshot(t, e, r.ID)
 
 			long := strings.Repeat("x", state.DefaultMaxKeyBytes+1)
@@ -104,19 +104,19 @@ func badInputCases() []testCase[storeEnv] {
 				{"run_id", func() error { _, err := e.st.ClaimRun(ctx, "", "A"); return err }},
 				{"agent_id", func() error { _, err := e.st.ClaimRun(ctx, r.ID, ""); return err }},
 				{"claim_ttl", func() error { _, err := e.st.ClaimRun(ctx, r.ID, "A", state.WithClaimTTL(-time.Second)); return err }},
-				{"step", func() error { _, err := e.st.Checkpoint(ctx, r.ID, -1, "x"); return err }},
-				{"status", func() error { _, err := e.st.Checkpoint(ctx, r.ID, 1, "x", state.WithStatus("bogus")); return err }},
-				{"output", func() error { _, err := e.st.Checkpoint(ctx, r.ID, 1, big); return err }},
+				{"step", func() error { _, err := e.st.CheckpointRun(ctx, r.ID, -1, "x"); return err }},
+				{"status", func() error { _, err := e.st.CheckpointRun(ctx, r.ID, 1, "x", state.WithStatus("bogus")); return err }},
+				{"output", func() error { _, err := e.st.CheckpointRun(ctx, r.ID, 1, big); return err }},
 				{"run_id", func() error { _, err := e.st.ResumeRun(ctx, ""); return err }},
 				{"agent_id", func() error { _, err := e.st.ReleaseRun(ctx, r.ID, ""); return err }},
-				{"resource_id", func() error { _, err := e.st.TryAcquire(ctx, "", "A", time.Minute); return err }},
-				{"holder_id", func() error { _, err := e.st.TryAcquire(ctx, "l", "", time.Minute); return err }},
-				{"ttl", func() error { _, err := e.st.TryAcquire(ctx, "l", "A", 0); return err }},
-				{"ttl", func() error { _, err := e.st.Renew(ctx, "l", "A", -time.Second); return err }},
-				{"holder_id", func() error { _, err := e.st.Release(ctx, "l", ""); return err }},
-				{"session_id", func() error { _, err := e.st.SaveSession(ctx, "", map[string]int{}); return err }},
-				{"context", func() error { _, err := e.st.SaveSession(ctx, "s", []int{1}); return err }},
-				{"context", func() error { _, err := e.st.SaveSession(ctx, "s", big); return err }},
+				{"resource_id", func() error { _, err := e.st.TryAcquireLease(ctx, "", "A", time.Minute); return err }},
+				{"holder_id", func() error { _, err := e.st.TryAcquireLease(ctx, "l", "", time.Minute); return err }},
+				{"ttl", func() error { _, err := e.st.TryAcquireLease(ctx, "l", "A", 0); return err }},
+				{"ttl", func() error { _, err := e.st.RenewLease(ctx, "l", "A", -time.Second); return err }},
+				{"holder_id", func() error { _, err := e.st.ReleaseLease(ctx, "l", ""); return err }},
+				{"session_id", func() error { _, err := e.st.SetSession(ctx, "", map[string]int{}); return err }},
+				{"context", func() error { _, err := e.st.SetSession(ctx, "s", []int{1}); return err }},
+				{"context", func() error { _, err := e.st.SetSession(ctx, "s", big); return err }},
 				{"n", func() error { _, err := e.st.History(ctx, state.HistoryQuery{Limit: -1}); return err }},
 				{"n", func() error {
 					_, err := e.st.History(ctx, state.HistoryQuery{Limit: state.MaxHistoryLimit + 1})

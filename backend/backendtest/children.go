@@ -14,9 +14,9 @@ import (
 	"github.com/statesidecar/state/backend"
 )
 
-func mustChild(t *testing.T, e storeEnv, parent string, opts ...state.Option) state.Run {
+func mustChild(t *testing.T, e storeEnv, parent string, opts ...state.CreateOption) state.Run {
 	t.Helper()
-	r, err := e.st.CreateRun(ctx, "child", nil, append([]state.Option{state.WithParent(parent)}, opts...)...)
+	r, err := e.st.CreateRun(ctx, "child", nil, append([]state.CreateOption{state.WithParent(parent)}, opts...)...)
 	if err != nil {
 		t.Fatalf("CreateRun(WithParent(%s)): %v", parent, err)
 	}
@@ -104,7 +104,7 @@ func childrenCases() []testCase[storeEnv] {
 			is.Equal(len(page.Runs), 4) // discovery filters by parent
 			c := mustClaim(t, e, kids[0].ID, "A")
 			mustClaim(t, e, kids[1].ID, "B")
-			_, err = e.st.Checkpoint(ctx, kids[1].ID, 1, "x")
+			_, err = e.st.CheckpointRun(ctx, kids[1].ID, 1, "x")
 			is.NoErr(err)
 			_, err = e.st.CompleteRun(ctx, kids[2].ID)
 			is.NoErr(err)
@@ -166,8 +166,6 @@ func childrenCases() []testCase[storeEnv] {
 			is.Equal(field(err), "key")
 			_, err = e.st.Once(ctx, "k", nil)
 			is.Equal(field(err), "fn")
-			_, err = e.st.Once(ctx, "k", func(context.Context) (any, error) { return 1, nil }, state.WithAgent("a"))
-			is.Equal(field(err), "agent_id") // an option Once does not honour
 			_, err = e.st.Once(ctx, "k", func(context.Context) (any, error) { return func() {}, nil })
 			is.Equal(field(err), "value") // a result that is not JSON records nothing
 			h, err := e.st.Health(ctx)
@@ -206,7 +204,7 @@ func childrenCases() []testCase[storeEnv] {
 			_, err = e.st.ClaimRun(ctx, p.ID, "agg")
 			var ce *state.ClaimError
 			is.True(errors.As(err, &ce) && ce.Status == state.StatusWaiting) // the reason names the status
-			_, err = e.st.Checkpoint(ctx, p.ID, 1, "x")
+			_, err = e.st.CheckpointRun(ctx, p.ID, 1, "x")
 			is.True(errors.Is(err, state.ErrWaiting)) // nor can it be checkpointed
 			mustClaim(t, e, a.ID, "w1")
 			_, err = e.st.CompleteRun(ctx, a.ID, state.WithAgent("w1"))
@@ -265,7 +263,7 @@ func childrenCases() []testCase[storeEnv] {
 				if i%2 == 0 {
 					_, err = st.CompleteRun(ctx, kids[i].ID, state.WithFence(claims[i].Fence))
 				} else {
-					_, err = st.Checkpoint(ctx, kids[i].ID, 1, "out", state.WithFence(claims[i].Fence), state.WithStatus(state.StatusFailed))
+					_, err = st.CheckpointRun(ctx, kids[i].ID, 1, "out", state.WithFence(claims[i].Fence), state.WithStatus(state.StatusFailed))
 				}
 				rc.record(i, call)
 				if err != nil {

@@ -132,7 +132,7 @@ func claimModelCase(t *testing.T, e storeEnv) {
 					}
 				case n < 8:
 					in.op, in.fence = "checkpoint", fence
-					_, err = e.st.Checkpoint(ctx, run.ID, 1, c, state.WithAgent(agent), state.WithFence(fence))
+					_, err = e.st.CheckpointRun(ctx, run.ID, 1, c, state.WithAgent(agent), state.WithFence(fence))
 					out.ok = err == nil
 				default:
 					in.op = "release"

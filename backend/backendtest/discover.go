@@ -63,13 +63,13 @@ func discoverCases() []testCase[storeEnv] {
 			a = mustClaim(t, e, r2.ID, "A", state.WithClaimTTL(time.Second))
 			e.clk.Advance(time.Second)
 			b = mustClaim(t, e, r2.ID, "B")
-			_, err = e.st.Checkpoint(ctx, r2.ID, 2, "final", state.WithFence(b.Fence), state.WithStatus(state.StatusDone))
+			_, err = e.st.CheckpointRun(ctx, r2.ID, 2, "final", state.WithFence(b.Fence), state.WithStatus(state.StatusDone))
 			is.NoErr(err)
-			_, err = e.st.Checkpoint(ctx, r2.ID, 2, "final", state.WithFence(a.Fence), state.WithStatus(state.StatusDone))
+			_, err = e.st.CheckpointRun(ctx, r2.ID, 2, "final", state.WithFence(a.Fence), state.WithStatus(state.StatusDone))
 			is.True(errors.Is(err, state.ErrNotHeld)) // a stale fence replaying the finishing checkpoint is not told it succeeded
-			_, err = e.st.Checkpoint(ctx, r2.ID, 2, "final", state.WithAgent("A"), state.WithStatus(state.StatusDone))
+			_, err = e.st.CheckpointRun(ctx, r2.ID, 2, "final", state.WithAgent("A"), state.WithStatus(state.StatusDone))
 			is.True(errors.Is(err, state.ErrNotHeld))
-			_, err = e.st.Checkpoint(ctx, r2.ID, 2, "final", state.WithFence(b.Fence), state.WithStatus(state.StatusDone))
+			_, err = e.st.CheckpointRun(ctx, r2.ID, 2, "final", state.WithFence(b.Fence), state.WithStatus(state.StatusDone))
 			is.NoErr(err) // the holder that finished the run may replay its checkpoint
 
 			// A holder that released its claim lost it too.
@@ -156,7 +156,7 @@ func testNoSkip(t *testing.T, e storeEnv, tags map[string]string) {
 		}
 		id := moves[0]
 		moves = moves[1:]
-		run, err := e.st.Checkpoint(ctx, id, 1, "still claimable")
+		run, err := e.st.CheckpointRun(ctx, id, 1, "still claimable")
 		if err != nil || run.Status != state.StatusRunning || !run.Claimable {
 			t.Errorf("moving %s from claimed to running: %v (status %s, claimable %v)", id, err, run.Status, run.Claimable)
 		}

@@ -44,13 +44,13 @@ func expiryCases() []testCase[storeEnv] {
 			is.NoErr(err)
 			is.True(up[0].ExpiresAt.Equal(want) && got.ExpiresAt.Equal(want)) // Update too
 
-			ss, err := e.st.SaveSession(ctx, "s", map[string]int{}, state.WithTTL(odd))
+			ss, err := e.st.SetSession(ctx, "s", map[string]int{}, state.WithTTL(odd))
 			is.NoErr(err)
-			rs, err := e.st.RestoreSession(ctx, "s")
+			rs, err := e.st.GetSession(ctx, "s")
 			is.NoErr(err)
 			is.True(ss.ExpiresAt.Equal(want) && rs.ExpiresAt.Equal(want)) // sessions too
 
-			l, err := e.st.TryAcquire(ctx, "l", "A", odd)
+			l, err := e.st.TryAcquireLease(ctx, "l", "A", odd)
 			is.NoErr(err)
 			is.True(l.ExpiresAt.Equal(want)) // leases too
 			is.Equal(l.TTL, oddUpTo)         // and the lease's TTL is the rounded one
@@ -67,7 +67,7 @@ func expiryCases() []testCase[storeEnv] {
 			is.True(run.ClaimExpiresAt.Equal(want))
 
 			e.clk.Advance(oddUpTo - time.Millisecond)
-			rn, err := e.st.Renew(ctx, "l", "A", odd)
+			rn, err := e.st.RenewLease(ctx, "l", "A", odd)
 			is.NoErr(err) // everything is live a millisecond before the rounded expiry
 			is.True(rn.ExpiresAt.Equal(e.clk.Now().Add(oddUpTo)))
 			for _, k := range []string{"k", "m"} {
@@ -75,14 +75,14 @@ func expiryCases() []testCase[storeEnv] {
 				is.NoErr(err)
 				is.True(ok)
 			}
-			_, err = e.st.RestoreSession(ctx, "s")
+			_, err = e.st.GetSession(ctx, "s")
 			is.NoErr(err)
 			e.clk.Advance(time.Millisecond)
 			for _, k := range []string{"k", "m"} {
 				_, err := e.st.Get(ctx, k)
 				is.True(errors.Is(err, state.ErrNotFound)) // and gone exactly at it
 			}
-			_, err = e.st.RestoreSession(ctx, "s")
+			_, err = e.st.GetSession(ctx, "s")
 			is.True(errors.Is(err, state.ErrNotFound))
 			run, err = e.st.GetRun(ctx, r.ID)
 			is.NoErr(err)

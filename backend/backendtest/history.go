@@ -51,12 +51,12 @@ func historyCases() []testCase[storeEnv] {
 			r := mustCreate(t, e, "job", nil)
 			c := mustClaim(t, e, r.ID, "A", state.WithClaimTTL(time.Second))
 			mustClaim(t, e, r.ID, "A", state.WithClaimTTL(time.Second))
-			_, _ = e.st.Checkpoint(ctx, r.ID, 1, "x", state.WithFence(c.Fence))
+			_, _ = e.st.CheckpointRun(ctx, r.ID, 1, "x", state.WithFence(c.Fence))
 			e.clk.Advance(time.Second)
 			mustClaim(t, e, r.ID, "B")
 			_, _ = e.st.ReleaseRun(ctx, r.ID, "B")
 			mustClaim(t, e, r.ID, "C")
-			_, _ = e.st.Checkpoint(ctx, r.ID, 2, "y", state.WithStatus(state.StatusDone))
+			_, _ = e.st.CheckpointRun(ctx, r.ID, 2, "y", state.WithStatus(state.StatusDone))
 			evs, err := e.st.History(ctx, state.HistoryQuery{Key: r.ID, Limit: 100})
 			is.NoErr(err)
 			is.Equal(ops(evs), []string{"workflow.finish", "workflow.checkpoint", "workflow.claim", "workflow.release",
@@ -71,10 +71,10 @@ func historyCases() []testCase[storeEnv] {
 			is.Equal(*ev.Step, int64(2))
 			is.NoErr(json.Unmarshal(evs[4].Value, &ev))
 			is.Equal(ev.Attempt, int64(2)) // a reclaim's entry shows the new attempt
-			_, _ = e.st.TryAcquire(ctx, "res", "A", time.Second)
-			_, _ = e.st.Renew(ctx, "res", "A", time.Second)
-			_, _ = e.st.Release(ctx, "res", "A")
-			l, _ := e.st.TryAcquire(ctx, "res", "B", time.Second)
+			_, _ = e.st.TryAcquireLease(ctx, "res", "A", time.Second)
+			_, _ = e.st.RenewLease(ctx, "res", "A", time.Second)
+			_, _ = e.st.ReleaseLease(ctx, "res", "A")
+			l, _ := e.st.TryAcquireLease(ctx, "res", "B", time.Second)
 			evs, _ = e.st.History(ctx, state.HistoryQuery{Key: "res"})
 			is.Equal(ops(evs), []string{"lease.acquire", "lease.release", "lease.renew", "lease.acquire"}) // every lease transition is recorded
 			var le struct {
@@ -86,7 +86,7 @@ func historyCases() []testCase[storeEnv] {
 				Holder string `json:"holder"`
 				Fence  int64  `json:"fence"`
 			}{"B", l.Fence}) // a lease entry names its holder and fence
-			_, _ = e.st.SaveSession(ctx, "sess", map[string]int{"a": 1}, state.WithAgent("A"))
+			_, _ = e.st.SetSession(ctx, "sess", map[string]int{"a": 1}, state.WithAgent("A"))
 			_, _ = e.st.DeleteSession(ctx, "sess")
 			evs, _ = e.st.History(ctx, state.HistoryQuery{Key: "sess"})
 			is.Equal(ops(evs), []string{"session.delete", "session.save"}) // session saves and deletes are recorded

@@ -132,20 +132,20 @@ func leaseModelCase(t *testing.T, e storeEnv) {
 				switch n := rng.IntN(10); {
 				case n < 5:
 					in.op = "acquire"
-					l, err = e.st.TryAcquire(ctx, in.resource, holder, ttl)
+					l, err = e.st.TryAcquireLease(ctx, in.resource, holder, ttl)
 					var he *state.HeldError
 					if errors.As(err, &he) {
 						out.holder, out.exp, err = he.Holder, ms(he.ExpiresAt), nil
 					}
 				case n < 8:
 					in.op = "renew"
-					l, err = e.st.Renew(ctx, in.resource, holder, ttl)
+					l, err = e.st.RenewLease(ctx, in.resource, holder, ttl)
 					if errors.Is(err, state.ErrNotHeld) {
 						err = nil
 					}
 				default:
 					in.op = "release"
-					out.ok, err = e.st.Release(ctx, in.resource, holder)
+					out.ok, err = e.st.ReleaseLease(ctx, in.resource, holder)
 				}
 				switch {
 				case err != nil:

@@ -94,7 +94,7 @@ func raceCases() []testCase[storeEnv] {
 				case 1:
 					_, err = e.st.FailRun(ctx, id, state.WithAgent(agent))
 				case 2:
-					_, err = e.st.Checkpoint(ctx, id, 1, "x", state.WithFence(c.Fence))
+					_, err = e.st.CheckpointRun(ctx, id, 1, "x", state.WithFence(c.Fence))
 				case 3:
 					_, err = e.st.ReleaseRun(ctx, id, agent)
 				}
@@ -118,7 +118,7 @@ func raceCases() []testCase[storeEnv] {
 			var rc race
 			rc.run(16, func(i int) {
 				call := rc.now()
-				_, err := e.st.TryAcquire(ctx, "res", fmt.Sprintf("holder-%d", i), time.Minute)
+				_, err := e.st.TryAcquireLease(ctx, "res", fmt.Sprintf("holder-%d", i), time.Minute)
 				rc.record(i, call)
 				if err == nil {
 					wins.Add(1)

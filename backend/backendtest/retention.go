@@ -78,7 +78,7 @@ func retentionCases() []testCase[storeEnv] {
 				case 0, 1:
 					_, err = st.Set(ctx, fmt.Sprint("k", i%10), i)
 				case 2:
-					_, err = st.TryAcquire(ctx, "l", "A", time.Minute) // native lease paths count too
+					_, err = st.TryAcquireLease(ctx, "l", "A", time.Minute) // native lease paths count too
 				case 3:
 					_, err = st.ClaimRun(ctx, r.ID, "A") // and native claims
 				}
@@ -152,12 +152,12 @@ func HistorySoak(t *testing.T, st *state.Store, limit int64, d time.Duration, ga
 				case 0, 1, 2:
 					_, err = st.Set(cctx, fmt.Sprintf("soak/%d/%d", w, i%200), map[string]any{"i": i, "pad": "0123456789abcdef0123456789abcdef"})
 				case 3:
-					_, err = st.TryAcquire(cctx, fmt.Sprintf("res-%d", i%20), fmt.Sprint("w", w), time.Minute)
+					_, err = st.TryAcquireLease(cctx, fmt.Sprintf("res-%d", i%20), fmt.Sprint("w", w), time.Minute)
 					if errors.Is(err, state.ErrLeaseHeld) {
 						err = nil
 					}
 				case 4:
-					_, err = st.SaveSession(cctx, fmt.Sprintf("s-%d-%d", w, i%20), map[string]int{"i": i})
+					_, err = st.SetSession(cctx, fmt.Sprintf("s-%d-%d", w, i%20), map[string]int{"i": i})
 				}
 				if err != nil {
 					errs <- err

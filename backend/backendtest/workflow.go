@@ -22,7 +22,7 @@ func mustCreate(t *testing.T, e storeEnv, name string, tags map[string]string) s
 	return r
 }
 
-func mustClaim(t *testing.T, e storeEnv, id, agent string, opts ...state.Option) state.Claim {
+func mustClaim(t *testing.T, e storeEnv, id, agent string, opts ...state.ClaimOption) state.Claim {
 	t.Helper()
 	c, err := e.st.ClaimRun(ctx, id, agent, opts...)
 	if err != nil {
@@ -75,7 +75,7 @@ func workflowCases() []testCase[storeEnv] {
 			var ce *state.ClaimError
 			is.True(errors.As(err, &ce) && errors.Is(err, state.ErrClaimed))   // another agent cannot claim a live claim
 			is.Equal(ce.Error(), "Workflow is in status 'claimed' (agent: A)") // the reason names status and holder
-			_, err = e.st.Checkpoint(ctx, r.ID, 1, map[string]int{"files": 12}, state.WithAgent("A"))
+			_, err = e.st.CheckpointRun(ctx, r.ID, 1, map[string]int{"files": 12}, state.WithAgent("A"))
 			is.NoErr(err)
 			_, err = e.st.ClaimRun(ctx, r.ID, "B")
 			is.True(errors.As(err, &ce) && ce.Status == state.StatusRunning) // the reason gives the current status
@@ -103,17 +103,17 @@ func workflowCases() []testCase[storeEnv] {
 			r := mustCreate(t, e, "job", nil)
 			c := mustClaim(t, e, r.ID, "A", state.WithClaimTTL(time.Minute))
 			e.clk.Advance(50 * time.Second)
-			run, err := e.st.Checkpoint(ctx, r.ID, 1, json.RawMessage(`{"files":12}`), state.WithAgent("A"), state.WithFence(c.Fence))
+			run, err := e.st.CheckpointRun(ctx, r.ID, 1, json.RawMessage(`{"files":12}`), state.WithAgent("A"), state.WithFence(c.Fence))
 			is.NoErr(err)
 			is.Equal(run.Status, state.StatusRunning)                    // a checkpoint moves claimed to running
 			is.Equal(run.LastStep, int64(1))                             // a checkpoint raises the last step
 			is.True(run.ClaimExpiresAt.Equal(t0.Add(110 * time.Second))) // every checkpoint extends the claim
-			_, err = e.st.Checkpoint(ctx, r.ID, 3, "three")
+			_, err = e.st.CheckpointRun(ctx, r.ID, 3, "three")
 			is.NoErr(err) // a checkpoint without agent or fence is not owner-checked
-			run, err = e.st.Checkpoint(ctx, r.ID, 2, "two")
+			run, err = e.st.CheckpointRun(ctx, r.ID, 2, "two")
 			is.NoErr(err)
 			is.Equal(run.LastStep, int64(3)) // the last step never goes down
-			_, err = e.st.Checkpoint(ctx, r.ID, 2, "two again")
+			_, err = e.st.CheckpointRun(ctx, r.ID, 2, "two again")
 			is.NoErr(err)
 			res, err := e.st.ResumeRun(ctx, r.ID)
 			is.NoErr(err)
@@ -122,10 +122,10 @@ func workflowCases() []testCase[storeEnv] {
 			is.Equal([]int64{res.Outputs[0].Step, res.Outputs[1].Step, res.Outputs[2].Step}, []int64{1, 2, 3}) // outputs come by ascending step
 			is.Equal(string(res.Outputs[1].Output), `"two again"`)                                             // replaying a step overwrites its output
 			is.Equal(string(res.Outputs[0].Output), `{"files":12}`)
-			_, err = e.st.Checkpoint(ctx, "wf-000000000000", 1, "x")
+			_, err = e.st.CheckpointRun(ctx, "wf-000000000000", 1, "x")
 			is.True(errors.Is(err, state.ErrNotFound)) // checkpointing an unknown run is an error
 			created := mustCreate(t, e, "other", nil)
-			run, err = e.st.Checkpoint(ctx, created.ID, 0, nil)
+			run, err = e.st.CheckpointRun(ctx, created.ID, 0, nil)
 			is.NoErr(err)
 			is.Equal(run.Status, state.StatusRunning) // a checkpoint moves created to running
 		}},
@@ -133,22 +133,22 @@ func workflowCases() []testCase[storeEnv] {
 			is := is.New(t)
 			r := mustCreate(t, e, "job", nil)
 			a := mustClaim(t, e, r.ID, "A", state.WithClaimTTL(time.Minute))
-			_, err := e.st.Checkpoint(ctx, r.ID, 1, "A1", state.WithAgent("A"), state.WithFence(a.Fence))
+			_, err := e.st.CheckpointRun(ctx, r.ID, 1, "A1", state.WithAgent("A"), state.WithFence(a.Fence))
 			is.NoErr(err)
-			_, err = e.st.Checkpoint(ctx, r.ID, 2, "B?", state.WithAgent("B"))
+			_, err = e.st.CheckpointRun(ctx, r.ID, 2, "B?", state.WithAgent("B"))
 			is.True(errors.Is(err, state.ErrNotHeld)) // an agent without the claim cannot checkpoint with WithAgent
 			e.clk.Advance(time.Minute)
-			_, err = e.st.Checkpoint(ctx, r.ID, 2, "A2 late", state.WithAgent("A"))
+			_, err = e.st.CheckpointRun(ctx, r.ID, 2, "A2 late", state.WithAgent("A"))
 			is.True(errors.Is(err, state.ErrNotHeld)) // a holder whose claim expired cannot checkpoint with WithAgent
 			b := mustClaim(t, e, r.ID, "B")
-			_, err = e.st.Checkpoint(ctx, r.ID, 2, "A2 stale", state.WithFence(a.Fence))
+			_, err = e.st.CheckpointRun(ctx, r.ID, 2, "A2 stale", state.WithFence(a.Fence))
 			var nh *state.NotHeldError
 			is.True(errors.As(err, &nh)) // a stale fence is rejected
 			is.Equal(nh.Holder, "B")     // the rejection names the current holder
 			is.Equal(nh.Fence, b.Fence)  // and its fence
-			_, err = e.st.Checkpoint(ctx, r.ID, 2, "A2 stale", state.WithAgent("A"), state.WithFence(a.Fence))
+			_, err = e.st.CheckpointRun(ctx, r.ID, 2, "A2 stale", state.WithAgent("A"), state.WithFence(a.Fence))
 			is.True(errors.Is(err, state.ErrNotHeld))
-			_, err = e.st.Checkpoint(ctx, r.ID, 2, "B2", state.WithAgent("B"), state.WithFence(b.Fence))
+			_, err = e.st.CheckpointRun(ctx, r.ID, 2, "B2", state.WithAgent("B"), state.WithFence(b.Fence))
 			is.NoErr(err) // the successor can checkpoint
 			res, _ := e.st.ResumeRun(ctx, r.ID)
 			is.Equal(string(res.Outputs[1].Output), `"B2"`) // the stale worker's writes changed nothing
@@ -159,21 +159,21 @@ func workflowCases() []testCase[storeEnv] {
 			is := is.New(t)
 			r := mustCreate(t, e, "job", nil)
 			c := mustClaim(t, e, r.ID, "A")
-			run, err := e.st.Checkpoint(ctx, r.ID, 4, "LGTM", state.WithAgent("A"), state.WithFence(c.Fence), state.WithStatus(state.StatusDone))
+			run, err := e.st.CheckpointRun(ctx, r.ID, 4, "LGTM", state.WithAgent("A"), state.WithFence(c.Fence), state.WithStatus(state.StatusDone))
 			is.NoErr(err)
 			is.Equal(run.Status, state.StatusDone) // a checkpoint with status done finishes the run
 			is.True(run.ClaimExpiresAt.IsZero())   // a finished run has no claim
 			is.True(!run.Claimable)
-			_, err = e.st.Checkpoint(ctx, r.ID, 4, "LGTM", state.WithAgent("A"), state.WithStatus(state.StatusDone))
+			_, err = e.st.CheckpointRun(ctx, r.ID, 4, "LGTM", state.WithAgent("A"), state.WithStatus(state.StatusDone))
 			is.NoErr(err) // replaying the finishing checkpoint succeeds
-			_, err = e.st.Checkpoint(ctx, r.ID, 5, "more")
+			_, err = e.st.CheckpointRun(ctx, r.ID, 5, "more")
 			is.True(errors.Is(err, state.ErrFinished)) // a finished run accepts no more checkpoints
 			res, _ := e.st.ResumeRun(ctx, r.ID)
 			is.Equal(len(res.Outputs), 1)
-			_, err = e.st.Checkpoint(ctx, r.ID, 1, "x", state.WithStatus(state.StatusRunning))
+			_, err = e.st.CheckpointRun(ctx, r.ID, 1, "x", state.WithStatus(state.StatusRunning))
 			is.True(errors.Is(err, state.ErrInvalid)) // only done or failed can finish a run
 			f := mustCreate(t, e, "job2", nil)
-			run, err = e.st.Checkpoint(ctx, f.ID, 1, map[string]string{"error": "boom"}, state.WithStatus(state.StatusFailed))
+			run, err = e.st.CheckpointRun(ctx, f.ID, 1, map[string]string{"error": "boom"}, state.WithStatus(state.StatusFailed))
 			is.NoErr(err)
 			is.Equal(run.Status, state.StatusFailed) // a checkpoint with status failed fails the run
 		}},

@@ -336,13 +336,13 @@ func TestSetsAndLeasesKeepTheirOrderInABatch(t *testing.T) {
 	}
 
 	free = occupy(t, ctx, e, e.d.leases, "ns", layout.Lease("blocker"), func() error {
-		_, err := e.st.TryAcquire(ctx, "blocker", "h", time.Minute)
+		_, err := e.st.TryAcquireLease(ctx, "blocker", "h", time.Minute)
 		return err
 	})
 	holders := make([]string, 2)
 	acquire := func(h string, i int) func() error {
 		return func() error {
-			l, err := e.st.TryAcquire(ctx, "r", h, time.Minute)
+			l, err := e.st.TryAcquireLease(ctx, "r", h, time.Minute)
 			holders[i] = l.Holder
 			return err
 		}

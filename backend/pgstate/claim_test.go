@@ -58,7 +58,7 @@ func TestNativeClaimWritesWhatThePortablePathWrites(t *testing.T) {
 			return st.ClaimRun(ctx, runID, "agent \"A\"\u00e9<", state.WithClaimTTL(40*time.Second))
 		}},
 		{"held", func(st *state.Store) (any, error) { return st.ClaimRun(ctx, runID, "B") }},
-		{"checkpoint", func(st *state.Store) (any, error) { return st.Checkpoint(ctx, runID, 1, "x") }},
+		{"checkpoint", func(st *state.Store) (any, error) { return st.CheckpointRun(ctx, runID, 1, "x") }},
 		{"expire", func(*state.Store) (any, error) { return nil, nil }},
 		{"takeover", func(st *state.Store) (any, error) { return st.ClaimRun(ctx, runID, "B") }},
 		{"release", func(st *state.Store) (any, error) { return st.ReleaseRun(ctx, runID, "B") }},

@@ -13,8 +13,8 @@ import (
 
 // Lease implements backend.Leaser: one call of the lease function (see
 // migrations/001_init.sql), which reads the lease, decides as
-// state.Store.TryAcquire, Renew and Release do, and writes the lease and its
-// history event. Lease calls made at the same moment share a round trip
+// state.Store.TryAcquireLease, RenewLease and ReleaseLease do, and writes
+// the lease and its history event. Lease calls made at the same moment share a round trip
 // and a transaction (see batcher).
 func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.LeaseResult, error) {
 	err := d.enter(ctx)

@@ -67,7 +67,7 @@ func runLoad(st *state.Store, workers int, perCall time.Duration, stop <-chan st
 				})
 				l.call(perCall, func(ctx context.Context) error { _, err := st.Get(ctx, key); return err })
 				l.call(perCall, func(ctx context.Context) error {
-					_, err := st.TryAcquire(ctx, fmt.Sprintf("lease-%d", w), "holder", time.Minute)
+					_, err := st.TryAcquireLease(ctx, fmt.Sprintf("lease-%d", w), "holder", time.Minute)
 					return err
 				})
 			}
@@ -162,7 +162,7 @@ func TestHungServerFailsAtTheDeadline(t *testing.T) {
 	calls := map[string]func(ctx context.Context) error{
 		"set":     func(ctx context.Context) error { _, err := st.Set(ctx, "k", 2); return err },
 		"get":     func(ctx context.Context) error { _, err := st.Get(ctx, "k"); return err },
-		"acquire": func(ctx context.Context) error { _, err := st.TryAcquire(ctx, "l", "A", time.Minute); return err },
+		"acquire": func(ctx context.Context) error { _, err := st.TryAcquireLease(ctx, "l", "A", time.Minute); return err },
 		"list":    func(ctx context.Context) error { _, err := st.List(ctx, ""); return err },
 		"history": func(ctx context.Context) error { _, err := st.History(ctx, state.HistoryQuery{}); return err },
 		"health":  func(ctx context.Context) error { _, err := st.Health(ctx); return err },
@@ -214,7 +214,7 @@ func TestRevisionsSurviveFailover(t *testing.T) {
 	is := is.New(t)
 	primary := pgtest.Start(t)
 	st := openOn(t, primary)
-	l, err := st.TryAcquire(ctx, "res", "A", time.Minute)
+	l, err := st.TryAcquireLease(ctx, "res", "A", time.Minute)
 	is.NoErr(err)
 	e, err := st.Set(ctx, "k", 1)
 	is.NoErr(err)
@@ -222,9 +222,9 @@ func TestRevisionsSurviveFailover(t *testing.T) {
 	replica := primary.Backup()
 	var lastFence, lastVersion int64
 	for i := range 20 { // writes the copy never sees
-		_, err := st.Release(ctx, "res", "A")
+		_, err := st.ReleaseLease(ctx, "res", "A")
 		is.NoErr(err)
-		l, err = st.TryAcquire(ctx, "res", "A", time.Minute)
+		l, err = st.TryAcquireLease(ctx, "res", "A", time.Minute)
 		is.NoErr(err)
 		e, err = st.Set(ctx, "k", i)
 		is.NoErr(err)
@@ -234,9 +234,9 @@ func TestRevisionsSurviveFailover(t *testing.T) {
 	primary.Stop("immediate")
 	replica.Restart() // the failover
 	st2 := openOn(t, replica)
-	_, err = st2.Release(ctx, "res", "A") // the copy still has A's first tenure
+	_, err = st2.ReleaseLease(ctx, "res", "A") // the copy still has A's first tenure
 	is.NoErr(err)
-	l2, err := st2.TryAcquire(ctx, "res", "B", time.Minute)
+	l2, err := st2.TryAcquireLease(ctx, "res", "B", time.Minute)
 	is.NoErr(err)
 	e2, err := st2.Set(ctx, "k", 100)
 	is.NoErr(err)

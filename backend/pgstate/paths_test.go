@@ -38,15 +38,15 @@ func TestNativeLeaseHistoryMatchesPortable(t *testing.T) {
 	story := func(st *state.Store) {
 		t.Helper()
 		steps := []func() error{
-			func() error { _, err := st.TryAcquire(ctx, "res", odd, time.Second); return err },
-			func() error { _, err := st.TryAcquire(ctx, "res", odd, time.Second); return err },
-			func() error { _, err := st.Renew(ctx, "res", odd, 2*time.Second); return err },
-			func() error { _, err := st.Release(ctx, "res", odd); return err },
-			func() error { _, err := st.TryAcquire(ctx, "res", "b", time.Second); return err },
+			func() error { _, err := st.TryAcquireLease(ctx, "res", odd, time.Second); return err },
+			func() error { _, err := st.TryAcquireLease(ctx, "res", odd, time.Second); return err },
+			func() error { _, err := st.RenewLease(ctx, "res", odd, 2*time.Second); return err },
+			func() error { _, err := st.ReleaseLease(ctx, "res", odd); return err },
+			func() error { _, err := st.TryAcquireLease(ctx, "res", "b", time.Second); return err },
 			func() error { clk.Advance(time.Second); return nil },
-			func() error { _, err := st.TryAcquire(ctx, "res", odd, time.Second); return err }, // takes over b's expired lease
+			func() error { _, err := st.TryAcquireLease(ctx, "res", odd, time.Second); return err }, // takes over b's expired lease
 			func() error { clk.Advance(time.Second); return nil },
-			func() error { _, err := st.TryAcquire(ctx, "res", odd, time.Second); return err }, // its own expired lease
+			func() error { _, err := st.TryAcquireLease(ctx, "res", odd, time.Second); return err }, // its own expired lease
 		}
 		for i, s := range steps {
 			if err := s(); err != nil {

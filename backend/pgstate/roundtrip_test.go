@@ -174,9 +174,9 @@ func TestFastOperationsAreOneRoundTrip(t *testing.T) {
 					return err
 				}},
 				{"get", func(ctx context.Context) error { _, err := st.Get(ctx, "k"); return err }},
-				{"acquire", func(ctx context.Context) error { _, err := st.TryAcquire(ctx, "r", "A", time.Minute); return err }},
-				{"renew", func(ctx context.Context) error { _, err := st.Renew(ctx, "r", "A", time.Minute); return err }},
-				{"release", func(ctx context.Context) error { _, err := st.Release(ctx, "r", "A"); return err }},
+				{"acquire", func(ctx context.Context) error { _, err := st.TryAcquireLease(ctx, "r", "A", time.Minute); return err }},
+				{"renew", func(ctx context.Context) error { _, err := st.RenewLease(ctx, "r", "A", time.Minute); return err }},
+				{"release", func(ctx context.Context) error { _, err := st.ReleaseLease(ctx, "r", "A"); return err }},
 				{"claim", func(ctx context.Context) error {
 					c, err := st.ClaimRun(ctx, runs[claimed], "A")
 					claimed++
@@ -196,7 +196,7 @@ func TestFastOperationsAreOneRoundTrip(t *testing.T) {
 			// For the record: the operations that take package state's
 			// read-modify-write path (Update: two round trips) and others.
 			other := []op{
-				{"checkpoint", func(ctx context.Context) error { _, err := st.Checkpoint(ctx, runs[0], 1, "x"); return err }},
+				{"checkpoint", func(ctx context.Context) error { _, err := st.CheckpointRun(ctx, runs[0], 1, "x"); return err }},
 				{"create run", func(ctx context.Context) error { _, err := st.CreateRun(ctx, "job", nil); return err }},
 				{"delete", func(ctx context.Context) error { _, err := st.Delete(ctx, "k"); return err }},
 				{"list", func(ctx context.Context) error { _, err := st.List(ctx, ""); return err }},

@@ -59,7 +59,7 @@ func BenchmarkScale(b *testing.B) {
 		{"Get", func(s *scaleStore, i int64) error { _, err := s.st.Get(ctx, s.key(i)); return err }},
 		{"Set", func(s *scaleStore, i int64) error { _, err := s.st.Set(ctx, s.key(i), i); return err }},
 		{"TryAcquire", func(s *scaleStore, i int64) error {
-			_, err := s.st.TryAcquire(ctx, "res-"+strconv.FormatInt(s.next.Add(1), 10), "h", time.Minute)
+			_, err := s.st.TryAcquireLease(ctx, "res-"+strconv.FormatInt(s.next.Add(1), 10), "h", time.Minute)
 			return err
 		}},
 		{"List100", func(s *scaleStore, i int64) error { // one prefix with 100 matches, first page

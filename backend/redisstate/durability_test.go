@@ -28,15 +28,15 @@ func TestFencesStayAboveThoseHandedOutBeforeRedisLostItsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	a, err := st.TryAcquire(ctx, "deploy", "A", time.Minute)
+	a, err := st.TryAcquireLease(ctx, "deploy", "A", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 5 { // a few tenures, as in the field report (fence 5 went back to 1)
-		if _, err := st.Release(ctx, "deploy", a.Holder); err != nil {
+		if _, err := st.ReleaseLease(ctx, "deploy", a.Holder); err != nil {
 			t.Fatal(err)
 		}
-		if a, err = st.TryAcquire(ctx, "deploy", "A", time.Minute); err != nil {
+		if a, err = st.TryAcquireLease(ctx, "deploy", "A", time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,7 +50,7 @@ func TestFencesStayAboveThoseHandedOutBeforeRedisLostItsData(t *testing.T) {
 	var b state.Lease
 	deadline := time.Now().Add(redistest.Wait)
 	for { // the client reconnects by itself
-		b, err = st.TryAcquire(ctx, "deploy", "B", time.Minute)
+		b, err = st.TryAcquireLease(ctx, "deploy", "B", time.Minute)
 		if err == nil || time.Now().After(deadline) {
 			break
 		}

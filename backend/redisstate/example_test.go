@@ -50,7 +50,7 @@ func Example() {
 	}
 	// Every checkpoint is a heartbeat; the fence makes a stale worker's
 	// write fail once another replica has taken the run over.
-	if _, err := st.Checkpoint(ctx, run.ID, 1, map[string]int{"files": 12},
+	if _, err := st.CheckpointRun(ctx, run.ID, 1, map[string]int{"files": 12},
 		state.WithAgent("worker-1"), state.WithFence(claim.Fence)); err != nil {
 		log.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer j.Close()
-	if _, err := a.TryAcquire(ctx, "leader", "sidecar-1", 15*time.Second); err != nil {
+	if _, err := a.TryAcquireLease(ctx, "leader", "sidecar-1", 15*time.Second); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // Lease implements backend.Leaser: one script that reads the lease, decides
-// as state.Store.TryAcquire, Renew and Release do, and writes the lease and
-// its history event (lua/lease.lua).
+// as state.Store.TryAcquireLease, RenewLease and ReleaseLease do, and
+// writes the lease and its history event (lua/lease.lua).
 func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.LeaseResult, error) {
 	if err := d.enter(ctx); err != nil {
 		return backend.LeaseResult{}, err

@@ -35,7 +35,7 @@ func TestOutageFailsPromptlyAndRecovers(t *testing.T) {
 		"set":     func(ctx context.Context) error { _, err := st.Set(ctx, "k", 2); return err },
 		"get":     func(ctx context.Context) error { _, err := st.Get(ctx, "k"); return err },
 		"claim":   func(ctx context.Context) error { _, err := st.ClaimRun(ctx, run, "A"); return err },
-		"acquire": func(ctx context.Context) error { _, err := st.TryAcquire(ctx, "l", "A", time.Minute); return err },
+		"acquire": func(ctx context.Context) error { _, err := st.TryAcquireLease(ctx, "l", "A", time.Minute); return err },
 		"list":    func(ctx context.Context) error { _, err := st.List(ctx, ""); return err },
 		"history": func(ctx context.Context) error { _, err := st.History(ctx, state.HistoryQuery{}); return err },
 		"health":  func(ctx context.Context) error { _, err := st.Health(ctx); return err },

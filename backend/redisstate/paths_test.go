@@ -73,7 +73,7 @@ func dump(t *testing.T, d, via backend.Driver, ns string) []string {
 	if err == nil {
 		t.Fatalf("%s: claim of a held run succeeded", ns)
 	}
-	_, err = st.Checkpoint(ctx, run.ID, 1<<53, map[string]any{"big": 9007199254740993}, state.WithAgent(agentA))
+	_, err = st.CheckpointRun(ctx, run.ID, 1<<53, map[string]any{"big": 9007199254740993}, state.WithAgent(agentA))
 	must(err)
 	clk.Advance(3 * time.Minute)
 	_, err = st.ClaimRun(ctx, run.ID, agentB, state.WithClaimTTL(time.Second)) // takeover
@@ -100,37 +100,37 @@ func dump(t *testing.T, d, via backend.Driver, ns string) []string {
 		t.Fatalf("%s: claim of a finished run succeeded", ns)
 	}
 
-	_, err = st.TryAcquire(ctx, "res <1>", agentA, time.Minute)
+	_, err = st.TryAcquireLease(ctx, "res <1>", agentA, time.Minute)
 	must(err)
-	_, err = st.TryAcquire(ctx, "res <1>", agentA, 2*time.Minute) // re-acquire by the holder
+	_, err = st.TryAcquireLease(ctx, "res <1>", agentA, 2*time.Minute) // re-acquire by the holder
 	must(err)
-	_, err = st.TryAcquire(ctx, "res <1>", agentB, time.Minute) // held
+	_, err = st.TryAcquireLease(ctx, "res <1>", agentB, time.Minute) // held
 	if err == nil {
 		t.Fatalf("%s: acquire of a held lease succeeded", ns)
 	}
-	_, err = st.Renew(ctx, "res <1>", agentB, time.Minute) // not held
+	_, err = st.RenewLease(ctx, "res <1>", agentB, time.Minute) // not held
 	if err == nil {
 		t.Fatalf("%s: renew by a non-holder succeeded", ns)
 	}
-	_, err = st.Renew(ctx, "res <1>", agentA, time.Second)
+	_, err = st.RenewLease(ctx, "res <1>", agentA, time.Second)
 	must(err)
 	clk.Advance(time.Second)
-	_, err = st.TryAcquire(ctx, "res <1>", agentB, time.Second) // takeover
+	_, err = st.TryAcquireLease(ctx, "res <1>", agentB, time.Second) // takeover
 	must(err)
-	ok, err := st.Release(ctx, "res <1>", agentA) // no longer held
+	ok, err := st.ReleaseLease(ctx, "res <1>", agentA) // no longer held
 	must(err)
 	if ok {
 		t.Fatalf("%s: release by a former holder succeeded", ns)
 	}
 	clk.Advance(time.Second)
-	_, err = st.TryAcquire(ctx, "res <1>", agentB, time.Minute) // own expired lease: a new tenure
+	_, err = st.TryAcquireLease(ctx, "res <1>", agentB, time.Minute) // own expired lease: a new tenure
 	must(err)
-	ok, err = st.Release(ctx, "res <1>", agentB)
+	ok, err = st.ReleaseLease(ctx, "res <1>", agentB)
 	must(err)
 	if !ok {
 		t.Fatalf("%s: release by the holder failed", ns)
 	}
-	_, err = st.TryAcquire(ctx, "res <2>", agentA, time.Minute)
+	_, err = st.TryAcquireLease(ctx, "res <2>", agentA, time.Minute)
 	must(err)
 
 	norm := strings.NewReplacer(run.ID, "<run>", kid.ID, "<kid>", other.ID, "<other>")

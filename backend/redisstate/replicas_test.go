@@ -114,7 +114,7 @@ func testReplicas(t *testing.T, url string) {
 		for c := range 100 {
 			wg.Go(func() {
 				holder := fmt.Sprintf("holder-%d", c)
-				_, err := sts[c%3].TryAcquire(ctx, "deploy", holder, time.Minute)
+				_, err := sts[c%3].TryAcquireLease(ctx, "deploy", holder, time.Minute)
 				switch {
 				case err == nil:
 					mu.Lock()
@@ -141,14 +141,14 @@ func testReplicas(t *testing.T, url string) {
 		is.NoErr(err)
 		first, err := sts[0].ClaimRun(ctx, run.ID, "worker-0", state.WithClaimTTL(30*time.Second))
 		is.NoErr(err)
-		_, err = sts[0].Checkpoint(ctx, run.ID, 1, "step one", state.WithAgent("worker-0"), state.WithFence(first.Fence))
+		_, err = sts[0].CheckpointRun(ctx, run.ID, 1, "step one", state.WithAgent("worker-0"), state.WithFence(first.Fence))
 		is.NoErr(err)
-		lease, err := sts[0].TryAcquire(ctx, "repo-lock", "worker-0", 30*time.Second)
+		lease, err := sts[0].TryAcquireLease(ctx, "repo-lock", "worker-0", 30*time.Second)
 		is.NoErr(err)
 
 		// Replica 0 dies mid-run: its connections go away, nothing is released.
 		is.NoErr(ds[0].Client().Close())
-		_, err = sts[0].Checkpoint(ctx, run.ID, 2, "lost", state.WithFence(first.Fence))
+		_, err = sts[0].CheckpointRun(ctx, run.ID, 2, "lost", state.WithFence(first.Fence))
 		is.True(err != nil) // the dead replica can no longer write
 
 		_, err = sts[1].ClaimRun(ctx, run.ID, "worker-1")
@@ -166,16 +166,16 @@ func testReplicas(t *testing.T, url string) {
 		is.Equal(string(res.Outputs[0].Output), `"step one"`)
 
 		// The stale worker comes back through another replica.
-		_, err = sts[2].Checkpoint(ctx, run.ID, 2, "stale", state.WithAgent("worker-0"), state.WithFence(first.Fence))
+		_, err = sts[2].CheckpointRun(ctx, run.ID, 2, "stale", state.WithAgent("worker-0"), state.WithFence(first.Fence))
 		var nh *state.NotHeldError
 		is.True(errors.As(err, &nh))    // the stale worker's checkpoint is rejected
 		is.Equal(nh.Holder, "worker-1") // naming the new holder
-		_, err = sts[2].Checkpoint(ctx, run.ID, 2, "stale", state.WithFence(first.Fence))
+		_, err = sts[2].CheckpointRun(ctx, run.ID, 2, "stale", state.WithFence(first.Fence))
 		is.True(errors.Is(err, state.ErrNotHeld)) // a stale fence alone is rejected too
-		_, err = sts[1].Checkpoint(ctx, run.ID, 2, "step two", state.WithAgent("worker-1"), state.WithFence(second.Fence))
+		_, err = sts[1].CheckpointRun(ctx, run.ID, 2, "step two", state.WithAgent("worker-1"), state.WithFence(second.Fence))
 		is.NoErr(err)
 
-		l2, err := sts[2].TryAcquire(ctx, "repo-lock", "worker-2", time.Minute)
+		l2, err := sts[2].TryAcquireLease(ctx, "repo-lock", "worker-2", time.Minute)
 		is.NoErr(err)
 		is.True(l2.Takeover)            // the dead replica's lease expired and is taken over
 		is.True(l2.Fence > lease.Fence) // with a higher fence

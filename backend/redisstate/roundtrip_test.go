@@ -120,9 +120,9 @@ func TestEveryFastOperationIsOneRoundTrip(t *testing.T) {
 				{"get", func(ctx context.Context) error { _, err := st.Get(ctx, "k"); return err }},
 				{"claim", func(ctx context.Context) error { _, err := st.ClaimRun(ctx, run.ID, "A"); return err }},
 				{"claim again (heartbeat)", func(ctx context.Context) error { _, err := st.ClaimRun(ctx, run.ID, "A"); return err }},
-				{"acquire", func(ctx context.Context) error { _, err := st.TryAcquire(ctx, "r", "A", time.Minute); return err }},
-				{"renew", func(ctx context.Context) error { _, err := st.Renew(ctx, "r", "A", time.Minute); return err }},
-				{"release", func(ctx context.Context) error { _, err := st.Release(ctx, "r", "A"); return err }},
+				{"acquire", func(ctx context.Context) error { _, err := st.TryAcquireLease(ctx, "r", "A", time.Minute); return err }},
+				{"renew", func(ctx context.Context) error { _, err := st.RenewLease(ctx, "r", "A", time.Minute); return err }},
+				{"release", func(ctx context.Context) error { _, err := st.ReleaseLease(ctx, "r", "A"); return err }},
 			}
 			for _, o := range ops {
 				trips := c.count(t, o.name, o.op)
@@ -138,7 +138,7 @@ func TestEveryFastOperationIsOneRoundTrip(t *testing.T) {
 				op   func(ctx context.Context) error
 			}{
 				{"create run", func(ctx context.Context) error { _, err := st.CreateRun(ctx, "job", nil); return err }},
-				{"checkpoint", func(ctx context.Context) error { _, err := st.Checkpoint(ctx, run.ID, 1, "x"); return err }},
+				{"checkpoint", func(ctx context.Context) error { _, err := st.CheckpointRun(ctx, run.ID, 1, "x"); return err }},
 				{"delete", func(ctx context.Context) error { _, err := st.Delete(ctx, "k"); return err }},
 				{"health", func(ctx context.Context) error { _, err := st.Health(ctx); return err }},
 			} {

@@ -47,16 +47,16 @@ func TestReplicasWithoutClockAgreeOnExpiry(t *testing.T) {
 	}
 	defer a.Close()
 	defer b.Close()
-	l, err := a.TryAcquire(ctx, "r", "A", 300*time.Millisecond)
+	l, err := a.TryAcquireLease(ctx, "r", "A", 300*time.Millisecond)
 	is.NoErr(err)
-	_, err = b.TryAcquire(ctx, "r", "B", time.Minute)
+	_, err = b.TryAcquireLease(ctx, "r", "B", time.Minute)
 	var he *state.HeldError
 	is.True(errors.As(err, &he)) // the other replica sees the lease held
 	is.Equal(he.Holder, "A")
 	is.True(he.ExpiresAt.Equal(l.ExpiresAt)) // with the expiry Redis computed
 	deadline := time.Now().Add(redistest.Wait)
 	for {
-		l2, err := b.TryAcquire(ctx, "r", "B", time.Minute)
+		l2, err := b.TryAcquireLease(ctx, "r", "B", time.Minute)
 		if err == nil {
 			is.True(l2.Takeover) // once Redis's clock passes the expiry, the other replica takes over
 			is.True(l2.Fence > l.Fence)

@@ -224,7 +224,7 @@ func BenchmarkClaimVsRaw(b *testing.B) {
 			}},
 			{"Acquire", func(b *testing.B, e *benchEnv, n int) func(int64) error {
 				return func(i int64) error {
-					_, err := e.st.TryAcquire(context.Background(), fmt.Sprintf("res-%d", i), "holder", time.Minute)
+					_, err := e.st.TryAcquireLease(context.Background(), fmt.Sprintf("res-%d", i), "holder", time.Minute)
 					return err
 				}
 			}},
@@ -248,7 +248,7 @@ func BenchmarkAcquire(b *testing.B) {
 	ctx := context.Background()
 	b.Run("Store", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			if _, err := e.st.TryAcquire(ctx, fmt.Sprintf("res-%d", i), "holder", time.Minute); err != nil {
+			if _, err := e.st.TryAcquireLease(ctx, fmt.Sprintf("res-%d", i), "holder", time.Minute); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -57,7 +57,7 @@ func TestWriteBehindAnotherProcessLockFailsAsUnavailable(t *testing.T) {
 	}
 	t.Logf("the write failed with: %v", err)
 	err = within(t, "a claim behind another process's lock", func() error {
-		_, err := st.TryAcquire(ctx, "l", "A", time.Minute)
+		_, err := st.TryAcquireLease(ctx, "l", "A", time.Minute)
 		return err
 	})
 	if !errors.Is(err, state.ErrUnavailable) {

@@ -93,7 +93,7 @@ func runChild(role, db string) int {
 						out.printf("err claim: %v", err)
 					}
 					res := "res-" + r.ID
-					_, err = st.TryAcquire(ctx, res, agent, time.Hour)
+					_, err = st.TryAcquireLease(ctx, res, agent, time.Hour)
 					switch {
 					case err == nil:
 						out.printf("lease %s %s", res, agent)

@@ -151,11 +151,11 @@ func worker(name string) int {
 	fmt.Printf("%s: claimed %s (attempt %d, fence %d), resuming after step %d\n", agent, runID, claim.Attempt, claim.Fence, res.LastStep)
 	for step := res.LastStep + 1; step <= lastStep; step++ {
 		out, _ := json.Marshal(map[string]string{"by": agent, "result": "step " + strconv.FormatInt(step, 10) + " done"})
-		opts := []state.Option{state.WithAgent(agent), state.WithFence(claim.Fence)}
+		opts := []state.CheckpointOption{state.WithAgent(agent), state.WithFence(claim.Fence)}
 		if step == lastStep {
 			opts = append(opts, state.WithStatus(state.StatusDone))
 		}
-		if _, err := st.Checkpoint(ctx, runID, step, json.RawMessage(out), opts...); err != nil {
+		if _, err := st.CheckpointRun(ctx, runID, step, json.RawMessage(out), opts...); err != nil {
 			return fail(err)
 		}
 		fmt.Printf("%s: checkpointed step %d\n", agent, step)

@@ -90,7 +90,7 @@ func (f *filler) fillRuns(ctx context.Context, to int) error {
 			if err != nil {
 				return err
 			}
-			_, err = f.st.Checkpoint(ctx, r.ID, 1, valueOf(i), state.WithFence(c.Fence))
+			_, err = f.st.CheckpointRun(ctx, r.ID, 1, valueOf(i), state.WithFence(c.Fence))
 			return err
 		}
 		_, err = f.st.CompleteRun(ctx, r.ID)
@@ -107,7 +107,7 @@ func (f *filler) fillLeases(ctx context.Context, to int) error {
 	from := f.leases
 	err := parallel(ctx, f.workers, to-from, func(k int) error {
 		i := from + k
-		_, err := f.st.TryAcquire(ctx, leaseName(i), workerName(i), 24*time.Hour)
+		_, err := f.st.TryAcquireLease(ctx, leaseName(i), workerName(i), 24*time.Hour)
 		return err
 	})
 	if err == nil {

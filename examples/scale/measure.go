@@ -81,7 +81,7 @@ func (f *filler) operations(st *state.Store, size, ops int) []operation {
 			}
 			return out, nil
 		}, call: func(ctx context.Context, i int, prep any) error {
-			_, err := st.TryAcquire(ctx, prep.([]string)[i], "bench", time.Hour)
+			_, err := st.TryAcquireLease(ctx, prep.([]string)[i], "bench", time.Hour)
 			return err
 		}},
 		{name: "Discover tags+claimable", prepare: func(_ context.Context, n int) (any, error) {

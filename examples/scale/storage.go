@@ -39,7 +39,7 @@ func measureStorage(ctx context.Context, t *target, w io.Writer) error {
 			return err
 		}},
 		{"lease", 1, func(i int) error {
-			_, err := st.TryAcquire(ctx, leaseName(i), workerName(i), time.Hour)
+			_, err := st.TryAcquireLease(ctx, leaseName(i), workerName(i), time.Hour)
 			return err
 		}},
 	}

@@ -41,7 +41,7 @@ func StoreOp(b *testing.B, st *state.Store, name string) func(int64) error {
 		return func(i int64) error { _, err := st.ClaimRun(ctx, ids[i%1000], "agent"); return err }
 	case "Acquire":
 		return func(i int64) error {
-			_, err := st.TryAcquire(ctx, "res-"+strconv.FormatInt(i, 10), "holder", time.Minute)
+			_, err := st.TryAcquireLease(ctx, "res-"+strconv.FormatInt(i, 10), "holder", time.Minute)
 			return err
 		}
 	}

@@ -76,7 +76,7 @@ func (f *Fixture) Check(t testing.TB, st *state.Store, from From) {
 		}
 	}
 	for _, s := range f.Sessions {
-		got, err := st.RestoreSession(ctx, s.ID)
+		got, err := st.GetSession(ctx, s.ID)
 		if err != nil {
 			t.Errorf("session %q did not arrive: %v", s.ID, err)
 			continue
