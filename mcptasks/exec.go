@@ -197,7 +197,7 @@ func (t *Tasks) execute(base context.Context, ex *execution, run, id string, tak
 // endRun finishes run after the task could not be written: it finished or
 // expired meanwhile (the run ends), or the write failed (the claim is given
 // back, for another attempt).
-func (t *Tasks) endRun(run string, fence state.Option, err error) {
+func (t *Tasks) endRun(run string, fence state.FinishOption, err error) {
 	switch {
 	case errors.Is(err, errFinished):
 		_, _ = t.st.CompleteRun(t.ctx, run, fence)

@@ -127,7 +127,7 @@ func (t *Tasks) get(ctx context.Context, owner Owner, id string) (*record, int64
 // list returns a page of owner's tasks, newest first, and the cursor of the
 // next page ("" after the last).
 func (t *Tasks) list(ctx context.Context, owner Owner, cursor string, limit int) ([]*record, string, error) {
-	opts := []state.Option{state.WithLimit(limit)}
+	opts := []state.ListOption{state.WithLimit(limit)}
 	if cursor != "" {
 		opts = append(opts, state.WithCursor(cursor))
 	}
