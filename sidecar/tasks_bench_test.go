@@ -24,7 +24,9 @@ import (
 //   - roundtrip: create, then tasks/result until the task is done: the
 //     whole life of a task (claim, call, recorded result, finished run).
 //
-// go test -run '^$' -bench BenchmarkTasks -benchtime 2000x ./sidecar
+// Each iteration does one of each, in turn; the metrics are the mean
+// microseconds of each and the ratios. go test -run '^$' -bench
+// BenchmarkTasks -benchtime 500x -count 5 ./sidecar
 // (with STATE_TEST_REDIS_URL and STATE_TEST_POSTGRES_URL set for those).
 func BenchmarkTasks(b *testing.B) {
 	for _, name := range storetest.Names {
@@ -50,6 +52,7 @@ func BenchmarkTasks(b *testing.B) {
 				return out
 			}
 			result := func(out map[string]any) map[string]any {
+				b.Helper()
 				r, _ := out["result"].(map[string]any)
 				sc, _ := r["structuredContent"].(map[string]any)
 				if sc == nil {
@@ -89,36 +92,25 @@ func BenchmarkTasks(b *testing.B) {
 				}
 			}
 
-			for _, p := range []struct{ name, msg string }{{"plain_get", plainGet}, {"plain_set", plainSet}, {"plain_wait", plain}} {
-				b.Run(p.name, func(b *testing.B) {
-					for b.Loop() {
-						if r := send(p.msg); r["result"] == nil {
-							b.Fatal(r)
-						}
-					}
-				})
+			// Every kind of operation once per iteration, one after the other,
+			// so that each ratio compares operations made at the same moment
+			// (the machine is shared: its speed drifts between runs).
+			var took [6]time.Duration
+			timed := func(i int, f func()) {
+				t0 := time.Now()
+				f()
+				took[i] += time.Since(t0)
 			}
-			b.Run("create", func(b *testing.B) {
-				// The reply alone: each task's execution runs while the
-				// timer is stopped.
-				for range b.N {
-					create()
-					b.StopTimer()
-					idle()
-					b.StartTimer()
-				}
-			})
-			b.Run("get", func(b *testing.B) {
-				id := create()
-				idle()
-				for b.Loop() {
-					if r := tasksCall("tasks/get", id); len(r) == 0 {
-						b.Fatal("no answer")
-					}
-				}
-			})
-			b.Run("roundtrip", func(b *testing.B) {
-				for b.Loop() {
+			getID := create()
+			idle()
+			for b.Loop() {
+				timed(0, func() { mustResult(b, send(plain)) })
+				timed(1, func() { mustResult(b, send(plainGet)) })
+				timed(2, func() { mustResult(b, send(plainSet)) })
+				timed(3, func() { create() })
+				idle() // the task's execution is not the creation's cost
+				timed(4, func() { tasksCall("tasks/get", getID) })
+				timed(5, func() {
 					id := create()
 					var m struct {
 						Result map[string]any `json:"result"`
@@ -126,10 +118,27 @@ func BenchmarkTasks(b *testing.B) {
 					if err := json.Unmarshal(tasksCall("tasks/result", id), &m); err != nil || m.Result == nil {
 						b.Fatalf("tasks/result: %v", m)
 					}
-				}
-				b.StopTimer()
+				})
 				idle()
-			})
+			}
+			us := func(i int) float64 { return float64(took[i].Nanoseconds()) / float64(b.N) / 1e3 }
+			for i, name := range []string{"plain_wait", "plain_get", "plain_set", "create", "get", "roundtrip"} {
+				b.ReportMetric(us(i), name+"_us")
+			}
+			b.ReportMetric(us(3)/us(0), "create/plain_wait")
+			b.ReportMetric(us(3)/us(2), "create/plain_set")
+			b.ReportMetric(us(4)/us(0), "get/plain_wait")
+			b.ReportMetric(us(4)/us(1), "get/plain_get")
+			b.ReportMetric(us(5)/us(0), "roundtrip/plain_wait")
+			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// mustResult fails b unless out is a JSON-RPC result.
+func mustResult(b *testing.B, out map[string]any) {
+	b.Helper()
+	if out["result"] == nil {
+		b.Fatal(out)
 	}
 }
