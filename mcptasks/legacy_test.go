@@ -280,3 +280,29 @@ func TestIDs(t *testing.T) {
 		t.Fatalf("%d random bits", idBytes*8)
 	}
 }
+
+// TestTaskTTL: when a task's ttl passes, its call's context ends (the
+// call stops; nothing is recorded) and every request answers as for an
+// unknown task.
+func TestTaskTTL(t *testing.T) {
+	g := newGate()
+	defer g.release()
+	r := newReplica(t, openStore(t, storetest.New(t, "memory")), g, nil)
+	c := legacyClient(t, "alice")
+	res := c.ok(r.url, "tools/call", map[string]any{"name": "slow", "task": map[string]any{"ttl": 500}})
+	id := res["task"].(map[string]any)["taskId"].(string)
+	g.waitStarted(t, 1)
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.ctxErrs) == 1 })
+	if !errors.Is(g.ctxErrs[0], errEnded) {
+		t.Fatalf("the call's context ended with %v, want the task's end", g.ctxErrs[0])
+	}
+	waitFor(t, func() bool { return r.tasks.Running() == 0 })
+	for _, m := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		if code, _, _ := c.fail(r.url, m, map[string]any{"taskId": id}); code != -32602 {
+			t.Fatalf("%s of an expired task: %d, want -32602", m, code)
+		}
+	}
+	if l := c.ok(r.url, "tasks/list", nil)["tasks"].([]any); len(l) != 0 {
+		t.Fatalf("an expired task is listed: %v", l)
+	}
+}
