@@ -229,6 +229,9 @@ func testLiveLimit(t *testing.T, b storetest.Backend) {
 	if _, err := other.create(ctx, alice, "", "echo", json.RawMessage(`{}`), time.Hour); !errors.Is(err, errTooMany) {
 		t.Fatalf("a fourth live task: %v, want errTooMany", err)
 	}
+	if n, err := other.Live(ctx, alice); err != nil || n != 3 {
+		t.Fatalf("Live = %d, %v; want 3", n, err)
+	}
 	// Another owner has a count of its own.
 	mustCreate(t, other, bob, time.Hour)
 	// A finished task (completed or cancelled) no longer counts.
@@ -237,6 +240,9 @@ func testLiveLimit(t *testing.T, b storetest.Backend) {
 	}
 	if _, err := other.cancel(ctx, alice, recs[1].ID); err != nil {
 		t.Fatal(err)
+	}
+	if n, err := a.Live(ctx, alice); err != nil || n != 1 {
+		t.Fatalf("Live after two finished = %d, %v; want 1", n, err)
 	}
 	mustCreate(t, other, alice, time.Hour)
 	mustCreate(t, other, alice, time.Hour)

@@ -86,6 +86,25 @@ func (t *Tasks) create(ctx context.Context, owner Owner, version, tool string, p
 	return rec, nil
 }
 
+// Live returns how many of owner's tasks are unfinished (working or
+// input_required) and not expired: the number Options.MaxLive bounds. A
+// host may use it for limits of its own (per tenant, say).
+func (t *Tasks) Live(ctx context.Context, owner Owner) (int, error) {
+	e, err := t.st.Get(ctx, liveKey(owner))
+	if errors.Is(err, state.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	live, err := decodeLive(e)
+	if err != nil {
+		return 0, err
+	}
+	live.prune(t.now().UnixMilli())
+	return len(live.Tasks), nil
+}
+
 // decodeLive reads an owner's live set; a missing one is empty.
 func decodeLive(e state.Entry) (*liveSet, error) {
 	l := &liveSet{Tasks: map[string]int64{}}
