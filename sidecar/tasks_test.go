@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -293,5 +294,90 @@ func TestTaskConfig(t *testing.T) {
 		"arguments": map[string]any{"key": "k", "timeout_seconds": 0.01}, "task": map[string]any{"ttl": 1000}})
 	if _, isTask := res["task"]; isTask {
 		t.Fatalf("tasks off, a task was made: %v", res)
+	}
+}
+
+// TestTasksOverStdio: over stdio a state_wait task is created, polled and
+// waited for, and a cancel reaches its call (the stdio detach middleware
+// leaves a task's context alone).
+func TestTasksOverStdio(t *testing.T) {
+	sc := newStdioSidecar(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		served <- sc.ServeStdio(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	replies := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m["jsonrpc"] != "2.0" {
+				t.Errorf("not one JSON-RPC message per line on stdout: %q", sc.Text())
+			}
+			replies <- m
+		}
+		close(replies)
+	}()
+	pending := map[float64]map[string]any{}
+	recv := func(id float64) map[string]any {
+		t.Helper()
+		for {
+			if m, ok := pending[id]; ok {
+				return m
+			}
+			select {
+			case m, ok := <-replies:
+				if !ok {
+					t.Fatalf("stdout ended before the answer to %v", id)
+				}
+				if f, ok := m["id"].(float64); ok {
+					pending[f] = m
+				}
+			case <-time.After(wait):
+				t.Fatalf("no answer to %v", id)
+			}
+		}
+	}
+	send := func(s string) { _, _ = io.WriteString(inW, s+"\n") }
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	recv(1)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	taskID := func(m map[string]any) string {
+		t.Helper()
+		r, _ := m["result"].(map[string]any)
+		task, _ := r["task"].(map[string]any)
+		id, _ := task["taskId"].(string)
+		if id == "" {
+			t.Fatalf("not a task: %v", m)
+		}
+		return id
+	}
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"state_wait","arguments":{"key":"s"},"task":{"ttl":60000}}}`)
+	id := taskID(recv(2))
+	send(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
+	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"state_set","arguments":{"key":"s","value":1}}}`)
+	recv(4)
+	if sc := recv(3)["result"].(map[string]any)["structuredContent"].(map[string]any); sc["changed"] != true {
+		t.Fatalf("tasks/result over stdio: %v", sc)
+	}
+	send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"state_wait","arguments":{"key":"never"},"task":{"ttl":60000}}}`)
+	id = taskID(recv(5))
+	eventually(t, "the wait to run", func() bool { return sc.tasks.Running() == 1 })
+	send(`{"jsonrpc":"2.0","id":6,"method":"tasks/cancel","params":{"taskId":"` + id + `"}}`)
+	if st := recv(6)["result"].(map[string]any)["status"]; st != "cancelled" {
+		t.Fatalf("tasks/cancel over stdio: %v", st)
+	}
+	eventually(t, "the cancelled wait to stop", func() bool { return sc.tasks.Running() == 0 })
+	inW.Close()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(wait):
+		t.Fatal("ServeStdio did not return")
 	}
 }
