@@ -161,7 +161,12 @@ func (t *Tasks) execute(base context.Context, ex *execution, run, id string, tak
 	go t.watch(ctx, cancel, done, id, e.Version, changed)
 
 	status, err := t.runCall(ctx, exe, rec, changed)
-	if ctx.Err() != nil {
+	switch {
+	case err == nil && status == StatusFailed:
+		_, _ = t.st.FailRun(t.ctx, run, fence)
+	case err == nil:
+		_, _ = t.st.CompleteRun(t.ctx, run, fence)
+	case ctx.Err() != nil:
 		switch cause := context.Cause(ctx); {
 		case errors.Is(cause, errShutdown), errors.Is(cause, errLostClaim):
 			// Another process runs it (again): give the claim back, in case
@@ -178,16 +183,8 @@ func (t *Tasks) execute(base context.Context, ex *execution, run, id string, tak
 		}
 		// Any other cause is not this package's: the claim is left to
 		// expire, as a dead process leaves it.
-		return
-	}
-	if err != nil {
+	default:
 		t.endRun(run, fence, err)
-		return
-	}
-	if status == StatusFailed {
-		_, _ = t.st.FailRun(t.ctx, run, fence)
-	} else {
-		_, _ = t.st.CompleteRun(t.ctx, run, fence)
 	}
 }
 
