@@ -62,6 +62,9 @@ func (t *Tasks) call(ctx context.Context, req *request, header http.Header) (ans
 	}
 	version := p.version()
 	modern := mcp.IsModernProtocol(version)
+	if !modern && headerModern(header) {
+		return answer{}, false // mcp-go refuses it, in its own words
+	}
 	var ttl time.Duration
 	if modern {
 		if !p.declared() || !modernHeaders(header, version, "tools/call", req.Params, nil) || !t.paramHeaders(header, p.Name, req.Params) {
@@ -175,6 +178,12 @@ func (t *Tasks) paramHeaders(header http.Header, tool string, rawParams json.Raw
 	return mcp.ValidateParamHeadersLookup(lookup, &st.Tool, rawParams) == nil
 }
 
+// headerModern reports whether an HTTP request's Mcp-Protocol-Version
+// names 2026-07-28 or later: such a request must say so in its _meta too.
+func headerModern(header http.Header) bool {
+	return header != nil && mcp.IsModernProtocol(header.Get(mcp.HeaderProtocolVersion))
+}
+
 // tasks answers the tasks/ methods.
 func (t *Tasks) tasks(ctx context.Context, req *request, header http.Header) answer {
 	var p params
@@ -183,6 +192,11 @@ func (t *Tasks) tasks(ctx context.Context, req *request, header http.Header) ans
 	}
 	version := p.version()
 	modern := mcp.IsModernProtocol(version)
+	if !modern && headerModern(header) {
+		// As mcp-go answers a request whose header names 2026-07-28 and
+		// whose _meta does not.
+		return failure(req.ID, true, codeInvalidParams, "missing or invalid _meta field "+metaVersion, nil)
+	}
 	if modern {
 		switch {
 		case req.Method == "tasks/result" || req.Method == "tasks/list":

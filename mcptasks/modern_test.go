@@ -1,6 +1,7 @@
 package mcptasks
 
 import (
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"strings"
@@ -132,6 +133,11 @@ func TestModernErrors(t *testing.T) {
 	if got := c.get(r.url, id); got["status"] != "working" {
 		t.Fatalf("a foreign cancel changed the task: %v", got)
 	}
+	// A request whose header says 2026-07-28 must say it in _meta too.
+	status, res := sendWithVersionHeader(t, r.url, `{"jsonrpc":"2.0","id":9,"method":"tasks/get","params":{"taskId":"`+id+`"}}`)
+	if e, _ := res["error"].(map[string]any); e["code"] != float64(-32602) || status != http.StatusBadRequest {
+		t.Fatalf("a 2026-07-28 header without _meta: HTTP %d %v", status, res)
+	}
 	// Mcp-Name must name the task.
 	for _, name := range []string{"slow", newID()} {
 		status, res := c.send(r.url, "tasks/get", map[string]any{"taskId": id}, name)
@@ -209,4 +215,26 @@ func TestModernListen(t *testing.T) {
 	if e, _ := res["error"].(map[string]any); e["code"] != float64(-32021) || status != http.StatusBadRequest {
 		t.Fatalf("listen for task ids without the extension: HTTP %d %v", status, res)
 	}
+}
+
+// sendWithVersionHeader posts body with the 2026-07-28 headers but
+// whatever _meta body has.
+func sendWithVersionHeader(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-Owner", "alice")
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+	req.Header.Set(mcp.HeaderMethod, "tasks/get")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, m
 }
