@@ -422,3 +422,30 @@ func testExpiry(t *testing.T, b storetest.Backend) {
 		}
 	}
 }
+
+// TestGoAPI: Get, List and Cancel see what the protocols see, owner by
+// owner.
+func TestGoAPI(t *testing.T) {
+	a, _ := pair(t, storetest.New(t, "memory"), nil)
+	ctx := context.Background()
+	rec := mustCreate(t, a, alice, time.Hour)
+	got, err := a.Get(ctx, alice, rec.ID)
+	if err != nil || got.ID != rec.ID || got.Status != StatusWorking || got.Tool != "echo" || got.ExpiresAt.IsZero() {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	if _, err := a.Get(ctx, bob, rec.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("another owner's Get: %v", err)
+	}
+	if l, _, err := a.List(ctx, alice, ""); err != nil || len(l) != 1 || l[0].ID != rec.ID {
+		t.Fatalf("List = %v, %v", l, err)
+	}
+	if _, err := a.Cancel(ctx, bob, rec.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("another owner's Cancel: %v", err)
+	}
+	if c, err := a.Cancel(ctx, alice, rec.ID); err != nil || c.Status != StatusCancelled {
+		t.Fatalf("Cancel = %+v, %v", c, err)
+	}
+	if c, err := a.Cancel(ctx, alice, rec.ID); !errors.Is(err, ErrFinished) || c.Status != StatusCancelled {
+		t.Fatalf("a second Cancel = %+v, %v", c, err)
+	}
+}

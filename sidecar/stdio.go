@@ -52,7 +52,10 @@ func (s *Sidecar) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	if s.tasks != nil {
 		// The task front sees each message as the client sent it.
 		sio := s.tasks.Stdio(reading, in, out)
-		defer sio.Wait()
+		defer func() {
+			stopReading() // ends the tasks/result calls still waiting
+			sio.Wait()
+		}()
 		in, out = sio.In, sio.Out
 	}
 	err := stdio.Listen(reading, &onEOF{r: &preparing{r: bufio.NewReader(in)}, f: drain}, out)

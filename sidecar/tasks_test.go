@@ -381,3 +381,31 @@ func TestTasksOverStdio(t *testing.T) {
 		t.Fatal("ServeStdio did not return")
 	}
 }
+
+// TestStdioEndWithWaitingResult: the end of input ends a tasks/result
+// still waiting, so that ServeStdio returns.
+func TestStdioEndWithWaitingResult(t *testing.T) {
+	sc := newStdioSidecar(t)
+	inR, inW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- sc.ServeStdio(context.Background(), inR, io.Discard) }()
+	send := func(s string) { _, _ = io.WriteString(inW, s+"\n") }
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"state_wait","arguments":{"key":"never"},"task":{"ttl":600000}}}`)
+	eventually(t, "the task to run", func() bool { return sc.tasks.Running() == 1 })
+	tasks, _, err := sc.tasks.List(context.Background(), mcptasks.Owner{Namespace: sc.store.NamespaceName()}, "")
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("tasks: %v %v", tasks, err)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"` + tasks[0].ID + `"}}`)
+	eventually(t, "tasks/result to wait", func() bool { return sc.store.Waiting() >= 2 })
+	inW.Close()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(wait):
+		t.Fatal("ServeStdio did not return at the end of input while a tasks/result waited")
+	}
+}
