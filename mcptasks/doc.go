@@ -30,7 +30,9 @@
 // For stdio, wrap the transport's input and output with Tasks.Stdio and give
 // them to server.NewStdioServer(s).Listen. A tool handler learns that it runs
 // as a task, its attempt and its deadline from FromContext, and may save
-// progress with Execution.Checkpoint.
+// progress with Execution.Checkpoint and report it with Execution.SetMessage.
+// Hosts (a console, a per-tenant limit) read and cancel an owner's tasks with
+// Get, List, Cancel and Live.
 //
 // # How a task is kept
 //
