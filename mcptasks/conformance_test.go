@@ -28,6 +28,7 @@ func TestTaskStore(t *testing.T) {
 		{"fenced and recorded once", testFence},
 		{"cancel", testCancelStore},
 		{"live limit", testLiveLimit},
+		{"racing creations", testRacingCreates},
 		{"input answers", testAnswers},
 		{"racing results", testRacingResults},
 		{"expiry by retention", testExpiry},
@@ -447,5 +448,43 @@ func TestGoAPI(t *testing.T) {
 	}
 	if c, err := a.Cancel(ctx, alice, rec.ID); !errors.Is(err, ErrFinished) || c.Status != StatusCancelled {
 		t.Fatalf("a second Cancel = %+v, %v", c, err)
+	}
+}
+
+// testRacingCreates: creations racing for an owner's last places, through
+// two stores, give exactly MaxLive tasks.
+func testRacingCreates(t *testing.T, b storetest.Backend) {
+	const limit, racers = 25, 40
+	a, other := pair(t, b, &Options{MaxLive: limit})
+	ctx := context.Background()
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range racers {
+		ts := a
+		if i%2 == 1 {
+			ts = other
+		}
+		wg.Go(func() {
+			<-start
+			_, errs[i] = ts.create(ctx, alice, "", "echo", json.RawMessage(`{}`), time.Hour)
+		})
+	}
+	close(start)
+	wg.Wait()
+	made := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			made++
+		case !errors.Is(err, errTooMany):
+			t.Fatal(err)
+		}
+	}
+	if made != limit {
+		t.Fatalf("%d tasks made by %d racers, want exactly the limit %d", made, racers, limit)
+	}
+	if n, err := a.Live(ctx, alice); err != nil || n != limit {
+		t.Fatalf("Live = %d, %v", n, err)
 	}
 }
