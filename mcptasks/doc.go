@@ -99,12 +99,23 @@
 // input fails: that era delivers such requests on the tasks/result stream,
 // which this package does not keep.
 //
+// # Status notifications
+//
+// A 2026-07-28 subscriptions/listen that asks for task notifications
+// (notifications.taskIds) and nothing else is answered by the front on the
+// request's own stream (SSE over HTTP, lines over stdio; Serve,
+// HandleStream): it acknowledges the caller's own tasks among the ids, sends
+// a notifications/tasks with the task as tasks/get shows it at once and at
+// every change (from any replica, through WaitKey), and ends once every task
+// followed is finished. A listen asking for other kinds too goes to mcp-go,
+// which agrees to no task ids (its subscription filter has none, and the two
+// cannot share one stream); a listen asking for task ids from a client that
+// did not declare the extension gets -32021. 2025-11-25's optional
+// notifications/tasks/status are not sent: that era delivers them on a
+// session's stream, which a stateless replica does not keep.
+//
 // # Not done
 //
-// Status notifications (2026-07-28 notifications/tasks through
-// subscriptions/listen, 2025-11-25 notifications/tasks/status) are not sent:
-// mcp-go owns subscriptions/listen, its subscription filter has no taskIds and
-// its stream no way to add a notification of another kind; clients poll, as
-// both texts allow. Tools are enabled as "optional": a "required" tool would
-// make mcp-go refuse the plain call this package runs it through.
+// Tools are enabled as "optional": a "required" tool would make mcp-go
+// refuse the plain call this package runs it through.
 package mcptasks

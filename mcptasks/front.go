@@ -2,6 +2,7 @@ package mcptasks
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 )
@@ -23,8 +24,7 @@ func (t *Tasks) Handler(next http.Handler) http.Handler {
 			return
 		}
 		_ = r.Body.Close()
-		if reply, status, ok := t.HandleMessage(r.Context(), body, r.Header); ok {
-			Write(w, reply, status)
+		if t.Serve(w, r, body) {
 			return
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
@@ -32,9 +32,36 @@ func (t *Tasks) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// Write sends a reply of HandleMessage as an HTTP response.
-func Write(w http.ResponseWriter, reply []byte, status int) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(reply, '\n'))
+// Serve answers the HTTP request r, whose body msg is, when the message is
+// the front's (HandleStream), and reports whether it did; otherwise it
+// writes nothing. An answer is JSON, or an SSE stream for a
+// subscriptions/listen (its notifications, then its reply).
+func (t *Tasks) Serve(w http.ResponseWriter, r *http.Request, msg []byte) bool {
+	streaming := false
+	flush := http.NewResponseController(w)
+	event := func(m []byte) {
+		_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", m)
+		_ = flush.Flush()
+	}
+	emit := func(m []byte) {
+		if !streaming {
+			streaming = true
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+		}
+		event(m)
+	}
+	reply, status, ok := t.HandleStream(r.Context(), msg, r.Header, emit)
+	switch {
+	case !ok:
+		return false
+	case streaming:
+		event(reply)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(append(reply, '\n'))
+	}
+	return true
 }

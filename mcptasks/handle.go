@@ -29,7 +29,21 @@ const listPage = 50
 // for a transport without headers (stdio). ctx is the request's: Options.Owner
 // reads the caller from it, and a task's call runs with its values (not its
 // cancellation).
+//
+// HandleMessage cannot stream: a subscriptions/listen for task
+// notifications is left to the server (which agrees to no task ids). Use
+// HandleStream, or Serve over HTTP, to answer it.
 func (t *Tasks) HandleMessage(ctx context.Context, msg []byte, header http.Header) (reply []byte, status int, ok bool) {
+	return t.HandleStream(ctx, msg, header, nil)
+}
+
+// HandleStream is HandleMessage for a transport that can send messages
+// before the reply: a subscriptions/listen that asks a declaring client's
+// task notifications (and nothing else) is answered here, emit sending the
+// acknowledgement and each notifications/tasks on the request's stream,
+// until every task followed is finished or ctx ends; then reply ends the
+// stream. emit is called from the calling goroutine only.
+func (t *Tasks) HandleStream(ctx context.Context, msg []byte, header http.Header, emit func(msg []byte)) (reply []byte, status int, ok bool) {
 	msg = bytes.TrimSpace(msg)
 	if len(msg) == 0 || msg[0] != '{' {
 		return nil, 0, false // batches and garbage are the server's
@@ -45,7 +59,17 @@ func (t *Tasks) HandleMessage(ctx context.Context, msg []byte, header http.Heade
 	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result", "tasks/list":
 		a, ok = t.tasks(ctx, &req, header), true
 	case "subscriptions/listen":
-		a, ok = listen(&req)
+		var refuse *answer
+		var ids []string
+		switch refuse, ids, ok = planListen(&req, header); {
+		case !ok:
+		case refuse != nil:
+			a = *refuse
+		case emit == nil:
+			ok = false
+		default:
+			a = t.listen(ctx, &req, ids, emit)
+		}
 	}
 	if !ok {
 		return nil, 0, false
@@ -104,26 +128,6 @@ func (t *Tasks) call(ctx context.Context, req *request, header http.Header) (ans
 		return result(req.ID, rec.modern("task", false)), true
 	}
 	return result(req.ID, map[string]any{"task": rec.legacy()}), true
-}
-
-// listen refuses a subscriptions/listen that asks for task notifications
-// from a client that did not declare the extension (-32021, a MUST of
-// 2026-07-28); any other goes to mcp-go, which acknowledges no task ids:
-// this package sends no task notifications (see the package doc).
-func listen(req *request) (answer, bool) {
-	var p struct {
-		Notifications struct {
-			TaskIDs json.RawMessage `json:"taskIds"`
-		} `json:"notifications"`
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(req.Params, &p) != nil || len(p.Notifications.TaskIDs) == 0 {
-		return answer{}, false
-	}
-	if (&params{Meta: p.Meta}).declared() {
-		return answer{}, false
-	}
-	return missingCapability(req.ID), true
 }
 
 // requestedTTL reads params.task.ttl: absent or null is no wish, anything

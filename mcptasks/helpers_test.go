@@ -1,6 +1,7 @@
 package mcptasks
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -408,4 +409,41 @@ func (c *client) until(url, id string, want ...string) map[string]any {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// listen opens a subscriptions/listen for ids on url and returns the
+// messages of its SSE stream, closed when the stream ends.
+func (c *client) listen(url string, ids []string) <-chan map[string]any {
+	c.t.Helper()
+	params := map[string]any{"notifications": map[string]any{"taskIds": ids}, "_meta": c.meta()}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id.Add(1), "method": "subscriptions/listen", "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-Owner", c.owner)
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+	req.Header.Set(mcp.HeaderMethod, "subscriptions/listen")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		b, _ := io.ReadAll(res.Body)
+		c.t.Fatalf("listen: %s %s", ct, b)
+	}
+	out := make(chan map[string]any, 16)
+	go func() {
+		defer close(out)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(d), &m) == nil {
+					out <- m
+				}
+			}
+		}
+	}()
+	return out
 }

@@ -238,3 +238,59 @@ func sendWithVersionHeader(t *testing.T, url, body string) (int, map[string]any)
 	}
 	return res.StatusCode, m
 }
+
+// TestModernListenTasks: a subscriptions/listen for task ids, on another
+// replica than the one running the task, acknowledges the caller's own
+// tasks only, sends the task as tasks/get shows it now and at each change,
+// and ends once the task is finished.
+func TestModernListenTasks(t *testing.T) {
+	g := newGate()
+	st := openStore(t, storetest.New(t, "memory"))
+	a := newReplica(t, st, g, nil)
+	b := newReplica(t, st, g, &Options{SweepInterval: -1})
+	c := modernClient(t, "alice")
+	id := c.create(a.url, "slow", nil)
+	g.waitStarted(t, 1)
+	bob := modernClient(t, "bob")
+	bobID := bob.create(a.url, "echo", nil)
+
+	events := c.listen(b.url, []string{id, bobID, newID(), id})
+	ack := <-events
+	if ack["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first message %v", ack)
+	}
+	p := ack["params"].(map[string]any)
+	if ids := p["notifications"].(map[string]any)["taskIds"].([]any); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("agreed to %v, want only the caller's own task", ids)
+	}
+	if p["_meta"].(map[string]any)[mcp.MetaKeySubscriptionID] == nil {
+		t.Fatalf("the acknowledgement has no subscription id: %v", p)
+	}
+	now := <-events
+	if now["method"] != "notifications/tasks" || now["params"].(map[string]any)["status"] != "working" {
+		t.Fatalf("the task now: %v", now)
+	}
+	g.release()
+	var last map[string]any
+	for m := range events {
+		if m["method"] == "notifications/tasks" {
+			last = m["params"].(map[string]any)
+			continue
+		}
+		if r, _ := m["result"].(map[string]any); r == nil || r["_meta"].(map[string]any)[mcp.MetaKeySubscriptionID] == nil {
+			t.Fatalf("the stream's end: %v", m)
+		}
+	}
+	if last["status"] != "completed" || last["taskId"] != id || last["result"] == nil {
+		t.Fatalf("the last notification: %v", last)
+	}
+	if _, ok := last["resultType"]; ok {
+		t.Fatalf("a notification carries resultType: %v", last)
+	}
+	got := c.get(a.url, id)
+	delete(got, "resultType")
+	delete(last, "_meta")
+	if !reflect.DeepEqual(got, last) {
+		t.Fatalf("the notification %v is not what tasks/get says %v", last, got)
+	}
+}

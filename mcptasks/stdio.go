@@ -55,14 +55,25 @@ func (t *Tasks) Stdio(ctx context.Context, in io.Reader, out io.Writer) *Stdio {
 
 // serve answers msg on w if it is the front's, in a goroutine.
 func (s *Stdio) serve(ctx context.Context, t *Tasks, msg []byte, w *lockedOut) bool {
-	var req request
-	if !mayHandle(msg, &req) {
+	req := &request{}
+	if !mayHandle(msg, req) {
 		return false
 	}
 	// tools/call and subscriptions/listen are decided here, so that one the
-	// front leaves to the server goes to it in input order. (Neither waits:
-	// a task's creation answers at once.)
-	if req.Method == "tools/call" || req.Method == "subscriptions/listen" {
+	// front leaves to the server goes to it in input order. (A task's
+	// creation answers at once; a listen the front serves streams in a
+	// goroutine.)
+	if req.Method == "subscriptions/listen" {
+		refuse, _, ok := planListen(req, nil)
+		if !ok {
+			return false
+		}
+		if refuse != nil {
+			w.line(refuse.body)
+			return true
+		}
+	}
+	if req.Method == "tools/call" {
 		reply, _, ok := t.HandleMessage(ctx, msg, nil)
 		if ok {
 			w.line(reply)
@@ -72,7 +83,7 @@ func (s *Stdio) serve(ctx context.Context, t *Tasks, msg []byte, w *lockedOut) b
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if reply, _, ok := t.HandleMessage(ctx, msg, nil); ok {
+		if reply, _, ok := t.HandleStream(ctx, msg, nil, w.line); ok {
 			w.line(reply)
 		}
 	}()

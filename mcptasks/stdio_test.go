@@ -99,3 +99,74 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestStdioListen: over stdio, a subscriptions/listen for a task streams
+// its acknowledgement and notifications as lines, then its reply.
+func TestStdioListen(t *testing.T) {
+	g := newGate()
+	st := openStore(t, storetest.New(t, "memory"))
+	s := newMCPServer()
+	testTools(s, g)
+	ts, err := New(st, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close(context.Background())
+	if err := ts.Enable("slow"); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sio := ts.Stdio(ctx, inR, outW)
+	go func() { _ = server.NewStdioServer(s).Listen(ctx, sio.In, sio.Out) }()
+	lines := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("output line %q is not one JSON message", sc.Text())
+			}
+			lines <- m
+		}
+	}()
+	next := func() map[string]any {
+		t.Helper()
+		select {
+		case m := <-lines:
+			return m
+		case <-time.After(wait):
+			t.Fatal("no output")
+			return nil
+		}
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow",`+meta+`}}`+"\n")
+	id := next()["result"].(map[string]any)["taskId"].(string)
+	g.waitStarted(t, 1)
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["`+id+`"]},`+meta+`}}`+"\n")
+	if m := next(); m["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("%v", m)
+	}
+	if m := next(); m["method"] != "notifications/tasks" {
+		t.Fatalf("%v", m)
+	}
+	g.release()
+	for {
+		m := next()
+		if m["id"] == 2.0 {
+			if m["result"] == nil {
+				t.Fatalf("the listen's reply: %v", m)
+			}
+			break
+		}
+		if m["method"] != "notifications/tasks" {
+			t.Fatalf("%v", m)
+		}
+	}
+	_ = inW.Close()
+	sio.Wait()
+}

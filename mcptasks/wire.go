@@ -96,7 +96,7 @@ func (r *record) legacy() legacyTask {
 // (ResultType "task") or a DetailedTask (ResultType "complete", with the
 // result, the error or the outstanding input requests inline).
 type modernTask struct {
-	ResultType     string                     `json:"resultType"`
+	ResultType     string                     `json:"resultType,omitempty"`
 	TaskID         string                     `json:"taskId"`
 	Status         string                     `json:"status"`
 	StatusMessage  string                     `json:"statusMessage,omitempty"`

@@ -118,7 +118,8 @@ type longPollKey struct{}
 // isLongPoll reports whether msg calls a long-poll tool (state_wait,
 // workflow_wait).
 func isLongPoll(msg []byte) bool {
-	if !bytes.Contains(msg, []byte(`_wait"`)) && !bytes.Contains(msg, []byte(`tasks/result`)) {
+	if !bytes.Contains(msg, []byte(`_wait"`)) && !bytes.Contains(msg, []byte(`tasks/result`)) &&
+		!bytes.Contains(msg, []byte(`subscriptions/listen`)) {
 		return false
 	}
 	var m struct {
@@ -130,8 +131,8 @@ func isLongPoll(msg []byte) bool {
 	if json.Unmarshal(msg, &m) != nil {
 		return false
 	}
-	if m.Method == "tasks/result" {
-		return true // waits for a task to finish (tasks.go)
+	if m.Method == "tasks/result" || m.Method == "subscriptions/listen" {
+		return true // waits for a task to finish, or streams (tasks.go)
 	}
 	if m.Method != "tools/call" {
 		return false

@@ -164,12 +164,11 @@ func (s *Sidecar) taskFront(next http.Handler) http.Handler {
 		}
 		body := make([]byte, rb.Len())
 		_, _ = rb.ReadAt(body, 0)
-		ctx := r.Context()
+		tr := r
 		if len(s.cfg.Tokens) > 0 {
-			ctx = context.WithValue(ctx, principalKey{}, tokenPrincipal(r.Header.Get("Authorization")))
+			tr = r.WithContext(context.WithValue(r.Context(), principalKey{}, tokenPrincipal(r.Header.Get("Authorization"))))
 		}
-		if reply, status, ok := s.tasks.HandleMessage(ctx, mcpadapter.OriginalMessage(body), r.Header); ok {
-			mcptasks.Write(w, reply, status)
+		if s.tasks.Serve(w, tr, mcpadapter.OriginalMessage(body)) {
 			return
 		}
 		next.ServeHTTP(w, r)

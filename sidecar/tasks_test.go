@@ -409,3 +409,60 @@ func TestStdioEndWithWaitingResult(t *testing.T) {
 		t.Fatal("ServeStdio did not return at the end of input while a tasks/result waited")
 	}
 }
+
+// TestTaskListen: through the sidecar's front, a 2026-07-28
+// subscriptions/listen for a task streams its notifications until the task
+// finishes.
+func TestTaskListen(t *testing.T) {
+	cfg := memConfig()
+	cfg.Tokens = []Token{{"tok", "team"}}
+	r := startHTTP(t, cfg)
+	c := &rawClient{t: t, token: "tok", modern: true}
+	id := c.task(r.URL, "state_wait", map[string]any{"key": "l"}, 0)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": map[string]any{
+		"notifications": map[string]any{"taskIds": []string{id}},
+		"_meta": map[string]any{mcp.MetaKeyProtocolVersion: mcp.ProtocolVersion20260728, mcp.MetaKeyClientInfo: map[string]any{"name": "t", "version": "1"},
+			mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcptasks.ExtensionID: map[string]any{}}}}}})
+	req, _ := http.NewRequest(http.MethodPost, r.URL+"/mcp", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+	req.Header.Set(mcp.HeaderMethod, "subscriptions/listen")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var methods []string
+	var last map[string]any
+	sc := bufio.NewScanner(res.Body)
+	wrote := false
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatal(err)
+		}
+		if meth, ok := m["method"].(string); ok {
+			methods = append(methods, meth)
+			if meth == "notifications/tasks" {
+				last = m["params"].(map[string]any)
+				if !wrote {
+					wrote = true
+					c.tool(r.URL, "state_set", map[string]any{"key": "l", "value": 1})
+				}
+			}
+			continue
+		}
+		if m["id"] != 7.0 || m["result"] == nil {
+			t.Fatalf("the stream's end: %v", m)
+		}
+	}
+	if len(methods) < 2 || methods[0] != "notifications/subscriptions/acknowledged" || last["status"] != "completed" {
+		t.Fatalf("stream %v, last %v", methods, last)
+	}
+}
