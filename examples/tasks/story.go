@@ -235,4 +235,3 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
-
