@@ -57,7 +57,8 @@ if st == 'done' or st == 'failed' then return '20' .. struct.pack('<i8', now) ..
 if st == 'waiting' then return '60' .. struct.pack('<i8', now) .. r end
 
 -- The claim is live while the run has an agent and an expiry after now.
-local id, agent, ttl, aj = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+-- The TTL stays a string: arithmetic and struct.pack take it as a number.
+local id, agent, ttl, aj = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local held = ag ~= '' and cx > now
 if held and ag ~= aj then return '30' .. struct.pack('<i8', now) .. r end
 
