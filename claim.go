@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -63,13 +64,13 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 		}
 		ttl = o.claimTTL
 	}
-	if c := s.c.claimer; c != nil {
-		done, err := s.enter()
-		if err != nil {
-			return Claim{}, err
+	if s.c.drv.claimer != nil {
+		c, err := s.claimNative(ctx, id, agent, ttl)
+		if !errors.Is(err, backend.ErrSkip) {
+			return c, err
 		}
-		defer done()
-		return s.claimNative(ctx, c, id, agent, ttl)
+		// The driver cannot claim this run natively: the portable claim
+		// rewrites it, in a form the native claim reads next time.
 	}
 	var out Claim
 	parent := ""
@@ -117,11 +118,17 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 	return out, nil
 }
 
-// claimNative claims through the driver's one-round-trip fast path.
-func (s *Store) claimNative(ctx context.Context, c backend.Claimer, id, agent string, ttl time.Duration) (Claim, error) {
+// claimNative claims through the driver's one-round-trip fast path. It
+// returns an error matching backend.ErrSkip when the driver cannot.
+func (s *Store) claimNative(ctx context.Context, id, agent string, ttl time.Duration) (Claim, error) {
+	done, err := s.enter()
+	if err != nil {
+		return Claim{}, err
+	}
+	defer done()
 	_, now := s.now()
 	ttl = time.Duration(ttlMillis(ttl)) * time.Millisecond // as the portable path rounds it
-	res, err := c.ClaimRun(ctx, &backend.ClaimQuery{NS: s.ns, Now: now, RunID: id, AgentID: agent, TTL: ttl})
+	res, err := s.c.drv.ClaimRun(ctx, &backend.ClaimQuery{NS: s.ns, Now: now, RunID: id, AgentID: agent, TTL: ttl})
 	if err != nil {
 		return Claim{}, err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
-
-	"github.com/statesidecar/state/backend"
 )
 
 // A Clock tells a Store what time it is. Inject one with Options.Clock to
@@ -50,7 +48,7 @@ func (systemClock) Now() time.Time { return time.Now() }
 // timestamps the store writes come from it; expiry itself is decided by the
 // server (the store passes a zero now to the driver).
 type serverClock struct {
-	src    backend.ServerClock
+	src    *gate        // whose driver has a server clock (backend.ServerClock)
 	offset atomic.Int64 // nanoseconds to add to the process clock
 }
 

@@ -116,8 +116,8 @@ func (s *Store) Ping(ctx context.Context) error {
 		return wrap("ping", "", err)
 	}
 	defer done()
-	if p := s.c.pinger; p != nil {
-		return wrap("ping", "", p.Ping(ctx))
+	if s.c.drv.pinger != nil {
+		return wrap("ping", "", s.c.drv.Ping(ctx))
 	}
 	_, now := s.now()
 	_, err = s.c.drv.Get(ctx, s.ns, "ping", now) // no key lives outside the layout's prefixes

@@ -189,7 +189,7 @@ func (s *Store) importLeases(ctx context.Context, leases []ImportedLease) ([]boo
 		}
 		ttl := roundTTL(l.TTL)
 		items[i] = importItem{field: field + ".resource_id", lease: true,
-			put:   backend.Op{Kind: backend.OpPut, Key: layout.Lease(l.Resource), Value: leaseValue(ttl), Writer: l.Holder, TTL: ttl, Time: stamp},
+			put:   backend.Op{Kind: backend.OpPut, Key: layout.Lease(l.Resource), Value: backend.LeaseValue(ttl), Writer: l.Holder, TTL: ttl, Time: stamp},
 			event: backend.Event{Key: l.Resource, Op: "lease.import", Writer: l.Holder}}
 	}
 	return s.importRecords(ctx, items)

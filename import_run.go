@@ -154,7 +154,7 @@ func (s *Store) importRun(ctx context.Context, r ImportedRun) (Run, bool, error)
 			countOps(v, "", v.Status, stamp)...),
 		Events: []backend.Event{{Key: r.ID, Op: "workflow.import", Value: layout.EventOf(v, nil), Writer: r.AgentID}},
 	}
-	for _, k := range v.IndexKeys(r.ID) {
+	for _, k := range layout.IndexKeys(r.ID, v) {
 		txn.Then = append(txn.Then, backend.Op{Kind: backend.OpPut, Key: k, Time: stamp})
 	}
 	txn.Then = append(txn.Then, ops...)

@@ -77,7 +77,8 @@ func (s *Store) set(ctx context.Context, key string, value any, o callOptions) (
 		return Entry{}, err
 	}
 	rk := layout.KV(key)
-	res, stamp, err := s.putRecord(ctx, rk, val, o, backend.Event{Key: key, Op: "kv.set", Value: val, PrevOf: rk, Writer: o.agent})
+	res, stamp, err := s.putRecord(ctx, rk, val, o, backend.IntentSet,
+		backend.Event{Key: key, Op: "kv.set", Value: val, PrevOf: rk, Writer: o.agent})
 	if err != nil {
 		return Entry{}, err
 	}
@@ -89,9 +90,9 @@ func (s *Store) set(ctx context.Context, key string, value any, o callOptions) (
 }
 
 // putRecord writes val to record rk, honouring WithTTL, WithAgent and
-// IfVersion, and records ev in history. It returns the commit's result and
-// the time the record was stamped with.
-func (s *Store) putRecord(ctx context.Context, rk string, val []byte, o callOptions, ev backend.Event) (backend.Result, time.Time, error) {
+// IfVersion, and records ev in history, in a commit of intent in. It
+// returns the commit's result and the time the record was stamped with.
+func (s *Store) putRecord(ctx context.Context, rk string, val []byte, o callOptions, in backend.Intent, ev backend.Event) (backend.Result, time.Time, error) {
 	done, err := s.enter()
 	if err != nil {
 		return backend.Result{}, time.Time{}, err
@@ -99,6 +100,7 @@ func (s *Store) putRecord(ctx context.Context, rk string, val []byte, o callOpti
 	defer done()
 	stamp, _ := s.now()
 	txn := &backend.Txn{
+		Intent: in,
 		Then:   []backend.Op{{Kind: backend.OpPut, Key: rk, Value: val, Writer: o.agent, TTL: o.ttl, Time: stamp}},
 		Events: []backend.Event{ev},
 	}
@@ -305,6 +307,9 @@ func (s *Store) setMany(ctx context.Context, items []Item, o callOptions) ([]Ent
 	defer done()
 	stamp, _ := s.now()
 	txn := &backend.Txn{}
+	if len(items) == 1 {
+		txn.Intent = backend.IntentSet // a set of one entry is a Set
+	}
 	for i, it := range items {
 		rk := layout.KV(it.Key)
 		txn.Then = append(txn.Then, backend.Op{Kind: backend.OpPut, Key: rk, Value: vals[i], Writer: o.agent, TTL: o.ttl, Time: stamp})

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/statesidecar/state/backend"
@@ -100,8 +101,11 @@ func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder s
 		return Lease{}, err
 	}
 	defer done()
-	if l := s.c.leaser; l != nil {
-		return s.leaseNative(ctx, l, act, resource, holder, ttl)
+	if s.c.drv.leaser != nil {
+		l, err := s.leaseNative(ctx, act, resource, holder, ttl)
+		if !errors.Is(err, backend.ErrSkip) {
+			return l, err
+		}
 	}
 	rk := layout.Lease(resource)
 	var out Lease
@@ -109,7 +113,7 @@ func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder s
 		r := recs[0]
 		mine := r.Live() && r.Writer == holder
 		out = Lease{Resource: resource, Holder: holder, TTL: ttl, ExpiresAt: now.Add(ttl)}
-		put := backend.Op{Kind: backend.OpPut, Key: rk, Value: leaseValue(ttl), Writer: holder, TTL: ttl, Time: now}
+		put := backend.Op{Kind: backend.OpPut, Key: rk, Value: backend.LeaseValue(ttl), Writer: holder, TTL: ttl, Time: now}
 		ev := backend.Event{Key: resource, Writer: holder}
 		if r.Live() {
 			ev.Prev = layout.LeaseEventOf(r.Writer, r.CreateRevision, r.ExpiresAt)
@@ -155,11 +159,12 @@ func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder s
 }
 
 // leaseNative runs a lease operation through the driver's one-round-trip
-// fast path.
-func (s *Store) leaseNative(ctx context.Context, l backend.Leaser, act leaseAction, resource, holder string, ttl time.Duration) (Lease, error) {
+// fast path. It returns an error matching backend.ErrSkip when the driver
+// cannot.
+func (s *Store) leaseNative(ctx context.Context, act leaseAction, resource, holder string, ttl time.Duration) (Lease, error) {
 	_, now := s.now()
 	actions := [...]backend.LeaseAction{leaseAcquire: backend.LeaseAcquire, leaseRenew: backend.LeaseRenew, leaseRelease: backend.LeaseRelease}
-	res, err := l.Lease(ctx, &backend.LeaseQuery{NS: s.ns, Now: now, Action: actions[act], Resource: resource, Holder: holder, TTL: ttl})
+	res, err := s.c.drv.Lease(ctx, &backend.LeaseQuery{NS: s.ns, Now: now, Action: actions[act], Resource: resource, Holder: holder, TTL: ttl})
 	if err != nil {
 		return Lease{}, err
 	}
@@ -180,12 +185,6 @@ func (s *Store) leaseNative(ctx context.Context, l backend.Leaser, act leaseActi
 		out.ExpiresAt, out.TTL = res.Now, 0
 	}
 	return out, nil
-}
-
-// leaseValue records a lease's TTL in its record, for GetLease.
-func leaseValue(ttl time.Duration) []byte {
-	b, _ := json.Marshal(map[string]int64{"ttl_ms": ttl.Milliseconds()})
-	return b
 }
 
 func leaseTTLOf(r backend.Record) time.Duration {

@@ -39,7 +39,7 @@ const recheckEvery = 600
 // hub holds a store's tails.
 type hub struct {
 	c        *core
-	notifier backend.Notifier // nil: the driver cannot notify
+	notifier bool // the driver can notify (backend.Notifier), as far as is known
 	// consecutive is set when event ids are consecutive, so that a jump
 	// in them tells that events were removed.
 	consecutive bool
@@ -70,20 +70,17 @@ type waiter struct {
 	wake  chan struct{}            // buffered
 }
 
-func newHub(c *core, d backend.Driver) *hub {
-	h := &hub{c: c, tails: map[string]*tail{}, armed: make(chan struct{})}
+func newHub(c *core) *hub {
+	h := &hub{c: c, tails: map[string]*tail{}, armed: make(chan struct{}),
+		notifier: c.drv.notifier != nil, consecutive: c.drv.consecutive}
 	h.arm = sync.OnceFunc(func() { close(h.armed) })
-	h.notifier, _ = d.(backend.Notifier)
-	if ch, ok := d.(backend.ConsecutiveHistory); ok {
-		h.consecutive = ch.ConsecutiveHistory()
-	}
 	return h
 }
 
 // pollInterval is how often a tail reads its namespace's history when
 // nothing told it to.
 func (h *hub) pollInterval() time.Duration {
-	if h.notifier != nil {
+	if h.notifier {
 		return 10 * h.c.opts.WaitPollInterval
 	}
 	return h.c.opts.WaitPollInterval
@@ -128,7 +125,7 @@ func (h *hub) subscribe(ctx context.Context, ns string, match func(backend.Event
 		h.tails[ns] = t
 		h.wg.Go(func() { h.run(t) })
 	}
-	if h.notifier != nil && !h.notified {
+	if h.notifier && !h.notified {
 		h.notified = true
 		h.wg.Go(h.notify)
 	}
@@ -169,14 +166,14 @@ func (h *hub) unsubscribe(w *waiter) {
 // the tails' polling carries on alone.
 func (h *hub) notify() {
 	defer h.arm()
-	err := h.notifier.Notify(h.c.bg, func(ns string) {
+	err := h.c.drv.Notify(h.c.bg, func(ns string) {
 		h.arm()
 		h.poke(ns)
 	})
 	if err != nil && h.c.bg.Err() == nil {
 		h.c.opts.Logger.Warn("state: change notifications stopped; waiters fall back to polling", "err", err)
 		h.mu.Lock()
-		h.notifier = nil
+		h.notifier = false
 		h.mu.Unlock()
 	}
 }

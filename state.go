@@ -21,7 +21,7 @@ type Store struct {
 
 // core is what every namespace view of a store shares.
 type core struct {
-	drivers // the backend, possibly observed
+	drv     *gate // the backend: every call to it goes through here
 	raw     backend.Driver
 	clock   Clock
 	server  *serverClock // non-nil when the backend's server decides expiry
@@ -64,23 +64,17 @@ func New(d backend.Driver, opts *Options) (*Store, error) {
 	if err := checkTTL("Options.ClaimTTL", o.ClaimTTL); err != nil {
 		return nil, wrap("new", "", err)
 	}
-	c := &core{drivers: resolve(d, o.Observer), raw: d, opts: o, started: time.Now(), stopped: make(chan struct{})}
-	c.drivers = c.drivers.traced(o.Tracer)
+	c := &core{drv: newGate(d, o.Tracer, o.Observer), raw: d, opts: o, started: time.Now(), stopped: make(chan struct{})}
 	c.bg, c.bgCancel = context.WithCancel(context.Background())
-	c.trim = newTrimmer(c.trimmer, o)
-	c.hub = newHub(c, d)
+	c.trim = newTrimmer(c.drv, o)
+	c.drv.trim = c.trim
+	c.hub = newHub(c)
 	c.trim.notify = c.hub.poke
-	if c.claimer != nil {
-		c.claimer = trimmingClaimer{c.claimer, c.trim}
-	}
-	if c.leaser != nil {
-		c.leaser = trimmingLeaser{c.leaser, c.trim}
-	}
-	switch sc, ok := d.(backend.ServerClock); {
+	switch {
 	case o.Clock != nil:
 		c.clock = o.Clock
-	case ok:
-		c.server = &serverClock{src: sc}
+	case c.drv.clock != nil:
+		c.server = &serverClock{src: c.drv}
 		c.clock = c.server
 	default:
 		c.clock = systemClock{}
@@ -105,7 +99,7 @@ func (s *Store) Namespace(ns string) (*Store, error) {
 func (s *Store) NamespaceName() string { return s.ns }
 
 // Backend returns the name of the backend, such as "sqlite".
-func (s *Store) Backend() string { return s.c.drv.Name() }
+func (s *Store) Backend() string { return s.c.drv.name }
 
 // ClaimTTL returns the claim TTL ClaimRun uses when a call does not set one.
 func (s *Store) ClaimTTL() time.Duration { return s.c.opts.ClaimTTL }
@@ -157,11 +151,7 @@ func (s *Store) now() (stamp, drv time.Time) {
 func (s *Store) commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
 	txn.NS = s.ns
 	_, txn.Now = s.now()
-	res, err := s.c.drv.Commit(ctx, txn)
-	if err == nil && res.Committed {
-		s.c.trim.appended(ctx, s.ns, len(txn.Events))
-	}
-	return res, err
+	return s.c.drv.Commit(ctx, txn)
 }
 
 // updateFunc computes the writes of a read-modify-write from the records it
@@ -175,20 +165,8 @@ type updateFunc func(recs []backend.Record, now time.Time) (*backend.Txn, error)
 func (s *Store) update(ctx context.Context, keys []string, fn updateFunc) (backend.Result, error) {
 	stamp, drvNow := s.now()
 	q := &backend.GetQuery{NS: s.ns, Keys: keys, Now: drvNow, IncludeExpired: true}
-	if s.c.upd != nil {
-		events := 0
-		res, err := s.c.upd.Update(ctx, q, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
-			txn, err := fn(recs, now)
-			events = 0
-			if txn != nil {
-				events = len(txn.Events)
-			}
-			return txn, err
-		})
-		if err == nil && res.Committed {
-			s.c.trim.appended(ctx, s.ns, events)
-		}
-		return res, err
+	if s.c.drv.upd != nil {
+		return s.c.drv.Update(ctx, q, fn)
 	}
 	for {
 		recs, err := s.c.drv.GetMany(ctx, q)
@@ -217,9 +195,6 @@ func (s *Store) update(ctx context.Context, keys []string, fn updateFunc) (backe
 		txn.If = append(conds, txn.If...)
 		txn.NS, txn.Now = s.ns, drvNow
 		res, err := s.c.drv.Commit(ctx, txn)
-		if err == nil && res.Committed {
-			s.c.trim.appended(ctx, s.ns, len(txn.Events))
-		}
 		if err != nil || res.Committed || res.Failed >= len(recs) {
 			if res.Failed >= len(recs) {
 				res.Failed -= len(recs)
@@ -240,8 +215,8 @@ func (s *Store) update(ctx context.Context, keys []string, fn updateFunc) (backe
 func (c *core) background() {
 	defer close(c.stopped)
 	var wg sync.WaitGroup
-	if cc, ok := c.raw.(backend.ConfigChecker); ok {
-		wg.Go(func() { c.checkConfig(cc) })
+	if c.drv.config != nil {
+		wg.Go(c.checkConfig)
 	}
 	if c.server != nil {
 		wg.Go(c.syncClock)
@@ -269,15 +244,15 @@ func (c *core) syncClock() {
 
 // checkConfig logs, loudly, what the backend says about its configuration
 // that weakens the store's guarantees.
-func (c *core) checkConfig(cc backend.ConfigChecker) {
+func (c *core) checkConfig() {
 	ctx, cancel := context.WithTimeout(c.bg, clockSyncTimeout)
 	defer cancel()
-	warnings, err := cc.CheckConfig(ctx)
+	warnings, err := c.drv.CheckConfig(ctx)
 	if err != nil && c.bg.Err() == nil {
-		c.opts.Logger.Warn("state: could not check the backend's configuration", "backend", c.drv.Name(), "err", err)
+		c.opts.Logger.Warn("state: could not check the backend's configuration", "backend", c.drv.name, "err", err)
 	}
 	for _, w := range warnings {
-		c.opts.Logger.Warn("state: WARNING: the backend's configuration weakens the store's guarantees: "+w, "backend", c.drv.Name())
+		c.opts.Logger.Warn("state: WARNING: the backend's configuration weakens the store's guarantees: "+w, "backend", c.drv.name)
 	}
 }
 

@@ -33,8 +33,7 @@ func (s *Store) Sweep(ctx context.Context) (SweepResult, error) {
 
 func (s *Store) sweep(ctx context.Context) (SweepResult, error) {
 	var total SweepResult
-	sw := s.c.sweeper
-	if sw == nil {
+	if s.c.drv.sweeper == nil {
 		return total, nil
 	}
 	o := s.c.opts
@@ -51,7 +50,7 @@ func (s *Store) sweep(ctx context.Context) (SweepResult, error) {
 		if o.HistoryMaxEvents > 0 {
 			q.HistoryMaxEvents = o.HistoryMaxEvents
 		}
-		r, err := sw.Sweep(ctx, q)
+		r, err := s.c.drv.Sweep(ctx, q)
 		done()
 		total.Records += r.Records
 		total.Events += r.Events

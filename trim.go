@@ -25,8 +25,8 @@ type trimCounter struct{ n atomic.Int64 }
 
 // trimmer holds the counters of a store's namespaces.
 type trimmer struct {
-	drv      backend.HistoryTrimmer // nil: the driver cannot trim
-	keep     int64                  // Options.HistoryMaxEvents; 0: no limit
+	g        *gate // whose driver can trim, or nil
+	keep     int64 // Options.HistoryMaxEvents; 0: no limit
 	every    int64
 	counters sync.Map // namespace → *trimCounter
 	logf     func(msg string, args ...any)
@@ -35,9 +35,12 @@ type trimmer struct {
 	notify func(ns string)
 }
 
-func newTrimmer(d backend.HistoryTrimmer, o Options) *trimmer {
-	t := &trimmer{drv: d, logf: o.Logger.Warn}
-	if d != nil && o.HistoryMaxEvents > 0 {
+// newTrimmer returns the trimmer of a store over g; it trims only when g's
+// driver can (backend.HistoryTrimmer) and history has a limit.
+func newTrimmer(g *gate, o Options) *trimmer {
+	t := &trimmer{logf: o.Logger.Warn}
+	if g.trimmer != nil && o.HistoryMaxEvents > 0 {
+		t.g = g
 		t.keep, t.every = o.HistoryMaxEvents, trimEvery(o.HistoryMaxEvents)
 	}
 	return t
@@ -69,39 +72,11 @@ func (t *trimmer) appended(ctx context.Context, ns string, n int) {
 		c.n.Add(got) // another writer took the count first
 		return
 	}
-	res, err := t.drv.TrimHistory(ctx, &backend.TrimQuery{NS: ns, Keep: t.keep, Limit: int(2 * t.every)})
+	res, err := t.g.TrimHistory(ctx, &backend.TrimQuery{NS: ns, Keep: t.keep, Limit: int(2 * t.every)})
 	if err != nil || res.More {
 		c.n.Add(t.every) // not done: the next write tries again
 	}
 	if err != nil && ctx.Err() == nil {
 		t.logf("state: trimming history", "namespace", ns, "err", err)
 	}
-}
-
-// trimmingClaimer and trimmingLeaser count the event each successful native
-// claim and lease operation appends.
-type trimmingClaimer struct {
-	backend.Claimer
-	t *trimmer
-}
-
-func (c trimmingClaimer) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.ClaimResult, error) {
-	res, err := c.Claimer.ClaimRun(ctx, q)
-	if err == nil && (res.Outcome == backend.ClaimAcquired || res.Outcome == backend.ClaimRenewed) {
-		c.t.appended(ctx, q.NS, 1)
-	}
-	return res, err
-}
-
-type trimmingLeaser struct {
-	backend.Leaser
-	t *trimmer
-}
-
-func (l trimmingLeaser) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.LeaseResult, error) {
-	res, err := l.Leaser.Lease(ctx, q)
-	if err == nil && res.OK {
-		l.t.appended(ctx, q.NS, 1)
-	}
-	return res, err
 }

@@ -197,7 +197,7 @@ func createTxn(id string, v *layout.RunValue, agent string, stamp time.Time) *ba
 			countOps(v, "", v.Status, stamp)...),
 		Events: []backend.Event{{Key: id, Op: "workflow.create", Value: layout.CreateEventOf(v), Writer: agent}},
 	}
-	for _, k := range v.IndexKeys(id) {
+	for _, k := range layout.IndexKeys(id, v) {
 		txn.Then = append(txn.Then, backend.Op{Kind: backend.OpPut, Key: k, Time: stamp})
 	}
 	return txn
@@ -313,7 +313,7 @@ func runWrite(id string, old, nv *layout.RunValue, now time.Time) *backend.Txn {
 	if old.Status == nv.Status {
 		return txn
 	}
-	was, is := old.IndexKeys(id), nv.IndexKeys(id)
+	was, is := layout.IndexKeys(id, old), layout.IndexKeys(id, nv)
 	for _, k := range was {
 		if !slices.Contains(is, k) {
 			txn.Then = append(txn.Then, backend.Op{Kind: backend.OpDelete, Key: k})

@@ -1,7 +1,8 @@
 // Package backend defines the small interface that storage drivers implement.
 //
 // Application code uses package state; this package is for people writing or
-// testing drivers. A driver stores records (a key, an opaque value and a few
+// testing drivers, inside this module or outside it: nothing a driver needs
+// is internal. A driver stores records (a key, an opaque value and a few
 // fields of metadata) in isolated namespaces and offers five primitives: read
 // one or many records, list records by key prefix in byte order, count them,
 // apply one atomic conditional multi-key commit, and read the history log.
@@ -10,7 +11,51 @@
 // primitives. Drivers may additionally implement the optional interfaces in
 // optional.go to offer faster native paths, and those of notify.go to wake
 // waiters without polling; package state falls back to the
-// primitives when they are absent.
+// primitives when they are absent. Package backendtest is the conformance
+// suite every driver runs from one test function; it runs package state
+// over the driver twice, through its fast paths and without them, and
+// checks that both write the same records and history, byte for byte.
+//
+// # What package state promises a driver
+//
+// Every call comes from package state's one choke point (its gate), which
+// traces and observes it, so a driver does not repeat what it guarantees:
+//
+//   - No method is called after Close has been called, and Close is called
+//     once, after every call in flight has returned. A driver need not
+//     check that it is open (it may return ErrClosed if it does, and must
+//     not corrupt data or panic when misused directly).
+//   - No method is called with a context that has already ended. A call
+//     whose context ends while it runs must still return promptly, with an
+//     error that matches the context's (see Ended).
+//   - A commit says what it is (Txn.Intent), so that a driver with a faster
+//     path for one kind of commit never infers it from the Txn's shape.
+//   - A fast path may decline a call it cannot serve (ErrSkip); package
+//     state then serves it with its portable code.
+//
+// # Record layout
+//
+// The records a native fast path reads and writes (runs, leases, counters)
+// and the history events it appends are described in layout.go: keys
+// (RunKey, LeaseKey, ClaimedRunsKey, ClaimedChildrenKey, CounterPrefix),
+// values (RunValue, DecodeRun, RunHead with SplitRun and AppendRun,
+// LeaseValue) and events (RunEventOf, LeaseEventOf and the Event* ops).
+// Everything else package state stores is opaque to a driver, except that
+// keys under CounterPrefix are counters, which a driver may store in
+// pieces.
+//
+// # Changes for drivers written against earlier versions
+//
+// Txn.Intent is new (a Set is IntentSet; drivers used to recognise its
+// shape). The layout above moved here from the module's internal/layout,
+// which Claimer's documentation used to point at. ErrSkip is new. Drivers
+// no longer need to check that they are open or that a call's context is
+// live, and the conformance suite no longer asks them to. The deprecated
+// ClaimResult.Claim is gone. Package backendtest compares a driver's fast
+// paths with the portable code, byte for byte (its Driver cases
+// FastPathsWriteWhatThePortableCodeWrites and
+// SetIntentWritesWhatAGenericCommitWrites). CHANGELOG.md lists the same
+// under "Drivers".
 //
 // # Time
 //
@@ -44,8 +89,18 @@ import (
 // ErrNotFound is returned by Driver.Get when the key is absent or expired.
 var ErrNotFound = errors.New("not found")
 
-// ErrClosed is returned by every method of a driver after Close.
+// ErrClosed is the error of a call to a closed store. Package state never
+// calls a driver after Close; a driver may still return ErrClosed (or an
+// error wrapping it) when it is used directly after Close.
 var ErrClosed = errors.New("store is closed")
+
+// ErrSkip may be returned by the methods of the optional fast-path
+// interfaces (Claimer, Leaser), having changed nothing, when the driver
+// cannot serve that one call natively, such as a claim of a run stored by
+// an earlier version in a form its script does not read. Package state
+// then serves the call with its portable code, as if the interface were
+// absent. (database/sql's driver.ErrSkip is the model.)
+var ErrSkip = errors.New("backend: fast path skipped")
 
 // ErrUnavailable is wrapped by the error of a call that gave up waiting for
 // the backend within the driver's bound, such as a write behind another
@@ -54,8 +109,10 @@ var ErrUnavailable = errors.New("backend unavailable: busy")
 
 // Driver is a storage backend. Its methods must be safe for concurrent use.
 // Failed conditions are results, not errors; errors mean the driver could not
-// do what was asked (I/O failure, cancelled context, closed driver) and must
-// wrap the cause with %w so that errors.Is works on it.
+// do what was asked (I/O failure, a context that ended during the call) and
+// must wrap the cause with %w so that errors.Is works on it. Package state
+// calls no method after Close and none with an ended context (see the
+// package documentation).
 type Driver interface {
 	// Name returns the backend's short name, such as "sqlite" or "redis".
 	Name() string
@@ -92,8 +149,8 @@ type Driver interface {
 	// does not reset the namespace's revision counter or event IDs.
 	Reset(ctx context.Context, q *ResetQuery) (ResetResult, error)
 
-	// Close releases the driver's resources. Calls after Close return
-	// ErrClosed, and so does a second Close.
+	// Close releases the driver's resources. Package state calls it once,
+	// after every other call has returned, and calls nothing after it.
 	Close() error
 }
 
@@ -206,12 +263,33 @@ type Cond struct {
 	Revision int64
 }
 
+// Intent says what a commit is, so that a driver with a faster path for
+// one kind of commit can take it without inferring the kind from the
+// Txn's shape. A driver may ignore it: every Txn, whatever its Intent,
+// means exactly what its conditions, ops and events say.
+type Intent uint8
+
+// The intents of a commit.
+const (
+	// IntentAny is a commit package state says nothing more of.
+	IntentAny Intent = iota
+	// IntentSet is a key-value set (state.Store.Set): exactly one OpPut
+	// and one Event of it, whose Value and Writer are the Op's, whose
+	// PrevOf is the Op's Key, and whose Prev and Time are unset (the
+	// previous value and the commit's now); at most one Cond, on the Op's
+	// Key. Event.Key is the entry's key, which is not the record's.
+	IntentSet
+)
+
 // Txn is an atomic conditional commit.
 type Txn struct {
 	NS string
 	// Now is the time conditions and TTLs are evaluated at; zero means the
 	// driver's own clock.
-	Now    time.Time
+	Now time.Time
+	// Intent says what the commit is (IntentAny unless package state says
+	// more); its If, Then and Events are those the Intent describes.
+	Intent Intent
 	If     []Cond
 	Then   []Op
 	Events []Event

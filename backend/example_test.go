@@ -2,6 +2,7 @@ package backend_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"time"
@@ -43,4 +44,25 @@ func ExampleDriver_Commit() {
 	// true 1
 	// false 0 1
 	// false
+}
+
+// A native claim path keeps the fields a claim reads and changes (the run's
+// head) where its script reads them directly, and the rest of the run's
+// JSON as bytes it never parses; AppendRun gives the value back, byte for
+// byte, after the head changed.
+func ExampleSplitRun() {
+	v := backend.RunValue{Status: backend.RunCreated, Name: "review", Tags: map[string]string{"pr": "42"},
+		CreatedAt: 1893456000000, UpdatedAt: 1893456000000}
+	value, _ := json.Marshal(v)
+	head, tail, ok := backend.SplitRun(value)
+	fmt.Println(ok, head.Status, string(tail))
+
+	// A fresh claim, as backend.Claimer's documentation says.
+	head.Status, head.AgentJSON = backend.RunClaimed, `"agent-1"`
+	head.Attempt, head.Fence, head.ClaimExpiresAt, head.ClaimTTL = 1, 1, 1893456600000, 600000
+	claimed, _ := backend.DecodeRun(backend.AppendRun(nil, &head, tail))
+	fmt.Println(claimed.Status, claimed.AgentID, claimed.Name, claimed.ClaimLive(1893456000000))
+	// Output:
+	// true created ,"name":"review","tags":{"pr":"42"},"created_at":1893456000000}
+	// claimed agent-1 review true
 }

@@ -122,21 +122,39 @@ type ServerClock interface {
 }
 
 // Claimer is implemented by drivers that claim a workflow run in one round
-// trip, such as a Lua script in Redis. ClaimRun must follow exactly the rules
-// of state.Store.ClaimRun, write the records package state writes (the run,
-// which holds its claim, and the status counters when the status changes,
-// in the layout of the module's internal/layout package) and append the
-// same history events.
+// trip, such as a Lua script in Redis. ClaimRun follows exactly the rules
+// of state.Store.ClaimRun, on the records of layout.go, and writes what
+// package state's portable claim writes (package backendtest checks it,
+// byte for byte):
 //
-// Parent and child runs ask two things of a Claimer. A join parent whose
-// children are not all finished is stored in status "waiting": a Claimer
-// must refuse it with ClaimWaiting, changing nothing (its release to
-// "created" is written by the commit that finishes its last child, so a
-// status check is all it takes). And when a fresh claim moves a child run
-// (one whose record has parent_run_id) from created to claimed, the
-// counter of its parent's claimed children (layout.ChildCount(parent,
-// "claimed")) goes up by one in the same step, as the counter of claimed
-// runs does.
+//   - The run record is RunKey(q.RunID); its value is a RunValue. An absent
+//     or expired run is ClaimNotFound; a run in status RunDone, RunFailed
+//     or any status that is not open is ClaimFinished; a run in status
+//     RunWaiting (a join parent whose children are not all finished) is
+//     ClaimWaiting. None of them writes anything.
+//   - A live claim (RunValue.ClaimLive at now) of another agent is
+//     ClaimHeld, writing nothing. The holder's own live claim is renewed
+//     (ClaimRenewed, a heartbeat): ClaimExpiresAt becomes now+TTL and
+//     ClaimTTL the TTL in milliseconds, nothing else changes (not even
+//     UpdatedAt), and the event is EventHeartbeat with the run's
+//     RunEventOf as it was as its value and no previous value.
+//   - Otherwise the claim is acquired (ClaimAcquired): AgentID becomes
+//     q.AgentID, Attempt and Fence go up by one, UpdatedAt becomes now,
+//     ClaimExpiresAt and ClaimTTL as for a heartbeat, and a created run
+//     becomes claimed (a claimed or running one keeps its status). The
+//     event is EventClaim, or EventReclaim when the run had an agent
+//     (whose claim expired; ClaimResult.Reclaimed is then set), with the
+//     new run's RunEventOf as its value and the old one's as its previous
+//     value. When a created run becomes claimed, ClaimedRunsKey goes up by
+//     one (OpAdd's rules), and so does ClaimedChildrenKey(parent) for a
+//     child run, in the same atomic step.
+//   - The run record is written as a commit writes it: a new revision, its
+//     create revision kept, no writer, UpdatedAt (of the record) now, no
+//     expiry. The event's Key is q.RunID, its Writer q.AgentID.
+//
+// A Claimer may return ErrSkip for a run it cannot claim natively (one it
+// stored in an earlier form, say); package state then claims it with its
+// portable code.
 //
 // Fallback: package state reads the run and commits under a condition on
 // its revision (natively atomic with an Updater).
@@ -179,7 +197,7 @@ const (
 type ClaimResult struct {
 	Outcome ClaimOutcome
 	// Run is the run record: as written when the claim succeeded, as read
-	// otherwise. The run holds its claim.
+	// otherwise (absent for ClaimNotFound). The run holds its claim.
 	Run Record
 	// Reclaimed is set when the claim took over from an expired holder.
 	Reclaimed bool
@@ -187,11 +205,33 @@ type ClaimResult struct {
 	Now time.Time
 }
 
-// Leaser is implemented by drivers that acquire, renew and release leases in
-// one round trip each. Lease must follow exactly the rules of
-// state.Store.TryAcquireLease, RenewLease and ReleaseLease, keep the lease
-// record in the layout package state reads (Writer is the holder,
-// CreateRevision the fence) and append the same history events.
+// Leaser is implemented by drivers that acquire, renew and release leases
+// in one round trip each. Lease follows exactly the rules of
+// state.Store.TryAcquireLease, RenewLease and ReleaseLease, on the lease
+// record LeaseKey(q.Resource), and writes what package state's portable
+// code writes (package backendtest checks it, byte for byte):
+//
+//   - The lease record's Writer is the holder, its CreateRevision the
+//     fence (the revision of the commit that began the tenure), its expiry
+//     the lease's and its value LeaseValue(TTL). A lease is held while its
+//     record is live.
+//   - Acquire succeeds when the lease is free, expired, or the holder's own
+//     (which extends it, keeping the fence); renew and release need the
+//     holder's own live lease. A refusal writes nothing and returns the
+//     live lease that prevented it, if any.
+//   - Acquire and renew put the record (a new tenure: a new create
+//     revision) with TTL q.TTL; release deletes it. The event's Key is
+//     q.Resource, its Writer the holder, its op EventLeaseAcquire,
+//     EventLeaseRenew, EventLeaseRelease, or EventLeaseTakeover for an
+//     acquire of a lease whose record is present but expired and held by
+//     another (LeaseResult.Takeover). Its value is LeaseEventOf the lease
+//     after the action (none for a release; fence 0 for a new tenure:
+//     package state fills it in with the event's revision when it reads
+//     it), its previous value LeaseEventOf the lease before it when the
+//     lease was live or taken over.
+//
+// A Leaser may return ErrSkip, having changed nothing; package state then
+// serves the call with its portable code.
 //
 // Fallback: package state reads the lease and commits under a condition
 // (natively atomic with an Updater).

@@ -14,7 +14,7 @@ var (
 	pLeaseTTL    = param{name: "ttl_seconds", kind: kSeconds, required: true, desc: "How long the lease lasts from now, in seconds (fractions allowed)."}
 	pSession     = param{name: "session_id", kind: kString, required: true, desc: "The session's id."}
 	pWaitTimeout = param{name: "timeout_seconds", kind: kSeconds, max: MaxWaitTimeout, def: DefaultWaitTimeout.Seconds(),
-		desc: "How long to wait at most, in seconds (fractions allowed, at most 60)."}
+		desc: "How long to wait at most, in seconds (fractions allowed, at most 60). Called as a task, omit it to wait as long as the task lives (its ttl)."}
 )
 
 // table is the 21 tools: the Python sidecar's 19 in its registration

@@ -7,12 +7,15 @@ import (
 	"time"
 
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/mcptasks"
 )
 
 // The long-poll tools, state_wait and workflow_wait, wait for a change
 // instead of answering at once; each call waits at most its
 // timeout_seconds. They need no session: each call stands alone, so they
-// work over stateless HTTP behind any load balancer.
+// work over stateless HTTP behind any load balancer. Called as a task
+// (package mcptasks; the sidecar enables it), a call without
+// timeout_seconds waits as long as its task lives.
 const (
 	// MaxWaitTimeout is the longest timeout_seconds a long-poll accepts.
 	MaxWaitTimeout = 60 * time.Second
@@ -70,15 +73,22 @@ type (
 
 // waitContext bounds a long-poll by its timeout, and ends it a little
 // before ctx's own deadline, so that the call still answers (changed
-// false) rather than failing at that deadline.
+// false) rather than failing at that deadline. A call that runs as a task
+// (mcptasks) and gives no timeout_seconds waits as long as its task lives,
+// less a tenth (at least a second), so that the task's result can be read
+// before the task expires.
 func waitContext(ctx context.Context, a args) (context.Context, context.CancelFunc) {
 	timeout := DefaultWaitTimeout
+	margin := func(left time.Duration) time.Duration { return min(time.Second, left/10) }
 	if a.has("timeout_seconds") {
 		timeout = a.dur("timeout_seconds")
+	} else if ex, ok := mcptasks.FromContext(ctx); ok {
+		timeout = time.Until(ex.ExpiresAt)
+		margin = func(left time.Duration) time.Duration { return max(time.Second, left/10) }
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
-		timeout = min(timeout, max(left-min(time.Second, left/10), 0))
+		timeout = min(timeout, max(left-margin(left), 0))
 	}
 	return context.WithTimeout(ctx, timeout)
 }

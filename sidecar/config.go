@@ -119,6 +119,9 @@ type Config struct {
 	// heartbeats).
 	SessionIdleTimeout time.Duration
 
+	// Tasks configures durable MCP tasks (tasks.go).
+	Tasks TaskConfig
+
 	// ShutdownTimeout bounds how long a shutdown waits for calls in flight.
 	ShutdownTimeout time.Duration
 	// LogLevel and LogFormat ("text" or "json") configure the logger that
@@ -169,6 +172,8 @@ func Defaults() Config {
 		MaxConcurrentRequests: 256,
 		MaxSessions:           1000,
 		SessionIdleTimeout:    5 * time.Minute,
+
+		Tasks: DefaultTaskConfig(),
 
 		ShutdownTimeout: 25 * time.Second,
 		LogLevel:        slog.LevelInfo,

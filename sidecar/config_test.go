@@ -37,6 +37,7 @@ func TestLoadDefaults(t *testing.T) {
 		Limits:         state.Limits{MaxKeyBytes: 1024, MaxIDBytes: 256, MaxValueBytes: 1 << 20, MaxTags: 32, MaxBatch: 1000},
 		RequestTimeout: 30 * time.Second, ReadTimeout: 10 * time.Second, MaxRequestBytes: 8 << 20,
 		MaxConnections: 1024, MaxConcurrentRequests: 256, MaxSessions: 1000, SessionIdleTimeout: 5 * time.Minute,
+		Tasks:           TaskConfig{Enabled: true, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour, MaxLive: 100, ClaimTTL: 15 * time.Second},
 		ShutdownTimeout: 25 * time.Second, LogLevel: slog.LevelInfo, LogFormat: "text"}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -55,7 +56,10 @@ var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR
 	"SIDECAR_REQUEST_TIMEOUT_SECONDS", "7", "SIDECAR_READ_TIMEOUT_SECONDS", "3", "SIDECAR_MAX_REQUEST_BYTES", "65536",
 	"SIDECAR_MAX_CONNECTIONS", "10", "SIDECAR_MAX_CONCURRENT_REQUESTS", "5", "SIDECAR_MAX_SESSIONS", "20",
 	"SIDECAR_SESSION_IDLE_TIMEOUT_SECONDS", "30",
-	"SIDECAR_SHUTDOWN_TIMEOUT_SECONDS", "3", "SIDECAR_LOG_LEVEL", "debug", "SIDECAR_LOG_FORMAT", "json"}
+	"SIDECAR_SHUTDOWN_TIMEOUT_SECONDS", "3", "SIDECAR_LOG_LEVEL", "debug", "SIDECAR_LOG_FORMAT", "json",
+	// --- tasks (tasks.go) ---
+	"SIDECAR_TASKS", "false", "SIDECAR_TASK_TTL_SECONDS", "60", "SIDECAR_TASK_MAX_TTL_SECONDS", "120",
+	"SIDECAR_TASK_MAX_LIVE", "7", "SIDECAR_TASK_CLAIM_TTL_SECONDS", "2"}
 
 func TestLoadEnvironmentThenFlags(t *testing.T) {
 	e := env(every...)
@@ -71,6 +75,7 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 		SweepGrace: 5 * time.Second, Limits: state.Limits{MaxKeyBytes: 64, MaxIDBytes: 32, MaxValueBytes: 4096, MaxTags: 4, MaxBatch: 1000},
 		RequestTimeout: 7 * time.Second, ReadTimeout: 3 * time.Second, MaxRequestBytes: 65536, MaxConnections: 10,
 		MaxConcurrentRequests: 5, MaxSessions: 20, SessionIdleTimeout: 30 * time.Second,
+		Tasks:           TaskConfig{DefaultTTL: time.Minute, MaxTTL: 2 * time.Minute, MaxLive: 7, ClaimTTL: 2 * time.Second},
 		ShutdownTimeout: 3 * time.Second, LogLevel: slog.LevelDebug, LogFormat: "json"}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("from the environment:\n got %+v\nwant %+v", c, want)

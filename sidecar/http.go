@@ -48,7 +48,7 @@ func (s *Sidecar) httpOptions() []server.StreamableHTTPOption {
 // is read; the body, read whole within ReadTimeout and MaxRequestBytes; the
 // cap on requests served at once; mcp-go.
 func (s *Sidecar) routes() http.Handler {
-	var mcpHandler http.Handler = s.mcpHTTP
+	var mcpHandler http.Handler = s.taskFront(s.mcpHTTP)
 	mcpHandler = s.limitConcurrency(mcpHandler)
 	mcpHandler = s.readBody(mcpHandler)
 	if len(s.cfg.Tokens) > 0 {
@@ -118,7 +118,8 @@ type longPollKey struct{}
 // isLongPoll reports whether msg calls a long-poll tool (state_wait,
 // workflow_wait).
 func isLongPoll(msg []byte) bool {
-	if !bytes.Contains(msg, []byte(`_wait"`)) {
+	if !bytes.Contains(msg, []byte(`_wait"`)) && !bytes.Contains(msg, []byte(`tasks/result`)) &&
+		!bytes.Contains(msg, []byte(`subscriptions/listen`)) {
 		return false
 	}
 	var m struct {
@@ -127,7 +128,13 @@ func isLongPoll(msg []byte) bool {
 			Name string `json:"name"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(msg, &m) != nil || m.Method != "tools/call" {
+	if json.Unmarshal(msg, &m) != nil {
+		return false
+	}
+	if m.Method == "tasks/result" || m.Method == "subscriptions/listen" {
+		return true // waits for a task to finish, or streams (tasks.go)
+	}
+	if m.Method != "tools/call" {
 		return false
 	}
 	_, ok := mcpadapter.LongPollTimeout(m.Params.Name, nil)

@@ -28,6 +28,7 @@ func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(s.stopTasks) // tasks.go
 	ln = newLimitListener(ln, s.cfg.MaxConnections)
 	if s.cfg.Stateful {
 		// Long-lived GET streams of stateful sessions would hold Shutdown

@@ -15,6 +15,7 @@ import (
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend/sqlitestate"
 	"github.com/statesidecar/state/mcpadapter"
+	"github.com/statesidecar/state/mcptasks"
 	"github.com/statesidecar/state/otelstate"
 )
 
@@ -29,6 +30,7 @@ type Sidecar struct {
 	mcp      *server.MCPServer
 	mcpHTTP  *server.StreamableHTTPServer
 	sessions *sessions // stateful HTTP only
+	tasks    *mcptasks.Tasks
 	handler  http.Handler
 	draining atomic.Bool
 
@@ -74,7 +76,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		Observe:        s.metrics.ObserveTool,
 		Logger:         log,
 		TracerProvider: cfg.TracerProvider,
-	}, s.serverOptions()...)
+	}, append(s.taskServerOptions(), s.serverOptions()...)...)
+	if err := s.startTasks(); err != nil {
+		_ = s.store.Close()
+		return nil, err
+	}
 	if cfg.Stateful {
 		s.sessions = newSessions(cfg.MaxSessions)
 		s.metrics.watchSessions(s.sessions.count)
@@ -134,6 +140,9 @@ func (s *Sidecar) serverOptions() []server.ServerOption {
 // backend work, not the waiting the client asked for.
 func (s *Sidecar) deadline(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if isTask(ctx) {
+			return next(ctx, req) // bounded by the task's own lifetime
+		}
 		timeout := s.cfg.RequestTimeout
 		if wait, ok := mcpadapter.LongPollTimeout(req.Params.Name, req.Params.Arguments); ok {
 			timeout += wait
@@ -162,6 +171,7 @@ func (s *Sidecar) Metrics() *Metrics { return s.metrics }
 
 // Close closes the store, waiting for calls in flight to it.
 func (s *Sidecar) Close() error {
+	s.stopTasks()
 	s.hardCancel()
 	return s.store.Close()
 }

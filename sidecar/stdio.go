@@ -49,6 +49,15 @@ func (s *Sidecar) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	})
 	defer stop()
 
+	if s.tasks != nil {
+		// The task front sees each message as the client sent it.
+		sio := s.tasks.Stdio(reading, in, out)
+		defer func() {
+			stopReading() // ends the tasks/result calls still waiting
+			sio.Wait()
+		}()
+		in, out = sio.In, sio.Out
+	}
 	err := stdio.Listen(reading, &onEOF{r: &preparing{r: bufio.NewReader(in)}, f: drain}, out)
 	if errors.Is(err, context.Canceled) && reading.Err() != nil {
 		err = nil // we stopped reading ourselves
@@ -61,6 +70,9 @@ func (s *Sidecar) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 // call runs until it finishes or the shutdown deadline (hardStop) passes.
 func (s *Sidecar) detach(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if isTask(ctx) {
+			return next(ctx, req) // not mcp-go's call: its task ends it
+		}
 		ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
 		defer context.AfterFunc(s.hardStop, cancel)()

@@ -16,7 +16,10 @@
 // semantics package state builds on it (key-value entries, workflows,
 // leases, sessions, history, health, namespaces, bad input, races), once
 // through the driver's native fast paths and once through the portable
-// fallbacks (HideOptional). Time comes from a fake clock starting in 2030:
+// fallbacks (HideOptional). Among the contract's cases, the driver's fast
+// paths (Claimer, Leaser, Updater, a faster Set for backend.IntentSet)
+// must write exactly the records and history the portable code writes,
+// byte for byte, and serve every call of a story themselves. Time comes from a fake clock starting in 2030:
 // no test sleeps to let a TTL pass, and a driver that reads its own clock
 // when given a time fails.
 package backendtest
@@ -72,7 +75,7 @@ type storeEnv struct {
 
 func runDriver(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 	var cases []testCase[driverEnv]
-	for _, group := range [][]testCase[driverEnv]{driverCases(), tenancyCases(), retentionDriverCases(), pingCases()} {
+	for _, group := range [][]testCase[driverEnv]{driverCases(), tenancyCases(), retentionDriverCases(), pingCases(), pathCases()} {
 		cases = append(cases, group...)
 	}
 	for _, c := range cases {

@@ -396,24 +396,6 @@ func driverCases() []testCase[driverEnv] {
 			r, _ = e.get(t, t0, "k")
 			is.Equal(string(r.Value), "mine") // a namespace sees only its own records
 		}},
-		{"CancelledContextIsAnError", func(t *testing.T, e driverEnv) {
-			is := is.New(t)
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			_, err := e.d.Commit(ctx, &backend.Txn{NS: e.ns, Now: t0, Then: []backend.Op{putOp("k", "v", 0)}})
-			is.True(errors.Is(err, context.Canceled)) // a call with a cancelled context returns context.Canceled
-			_, ok := e.get(t, t0, "k")
-			is.True(!ok) // a call with a cancelled context changes nothing
-		}},
-		{"ClosedDriverReturnsErrClosed", func(t *testing.T, e driverEnv) {
-			is := is.New(t)
-			is.NoErr(e.d.Close())
-			_, err := e.d.Get(context.Background(), e.ns, "k", t0)
-			is.True(errors.Is(err, backend.ErrClosed)) // calls after Close return ErrClosed
-			_, err = e.d.Commit(context.Background(), &backend.Txn{NS: e.ns, Now: t0})
-			is.True(errors.Is(err, backend.ErrClosed))         // calls after Close return ErrClosed
-			is.True(errors.Is(e.d.Close(), backend.ErrClosed)) // a second Close returns ErrClosed
-		}},
 		{"UpdaterRunsReadModifyWriteAtomically", func(t *testing.T, e driverEnv) {
 			u, ok := e.d.(backend.Updater)
 			if !ok {

@@ -49,7 +49,7 @@ func BenchmarkVsRaw(b *testing.B) {
 				}
 				defer st.Close()
 				store := benchvs.StoreOp(b, st, bm.name)
-				benchvs.VsRaw(b, g, rawFileOp(b, filepath.Join(dir, "raw"), bm.raw), store)
+				benchvs.VsRaw(b, g, rawFileOp(b, filepath.Join(dir, "raw"), bm.raw), store, nil)
 			})
 		}
 	}

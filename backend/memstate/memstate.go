@@ -21,7 +21,7 @@ import (
 // Driver is an in-memory backend.Driver. Create one with New.
 type Driver struct {
 	mu      sync.Mutex
-	closed  bool
+	closed  bool // Close has been called
 	spaces  map[string]*space
 	revs    map[string]int64 // last revision per namespace; survives Reset
 	eventID map[string]int64 // last event ID per namespace; survives Reset
@@ -55,19 +55,6 @@ func (d *Driver) sp(ns string) *space {
 	return s
 }
 
-// lock takes the driver's lock after checking ctx and Close.
-func (d *Driver) lock(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return backend.ErrClosed
-	}
-	return nil
-}
-
 func nowOr(t time.Time) time.Time {
 	if t.IsZero() {
 		return time.Now().UTC().Truncate(time.Millisecond)
@@ -77,9 +64,7 @@ func nowOr(t time.Time) time.Time {
 
 // Get implements backend.Driver.
 func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backend.Record, error) {
-	if err := d.lock(ctx); err != nil {
-		return backend.Record{}, err
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	r := d.sp(ns).byKey[key]
 	if r == nil || !r.live(nowOr(now).UnixMilli()) {
@@ -90,9 +75,7 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 
 // GetMany implements backend.Driver.
 func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Record, error) {
-	if err := d.lock(ctx); err != nil {
-		return nil, err
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.getMany(q, nowOr(q.Now)), nil
 }
@@ -119,9 +102,7 @@ func (d *Driver) getMany(q *backend.GetQuery, now time.Time) []backend.Record {
 
 // List implements backend.Driver.
 func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Record, error) {
-	if err := d.lock(ctx); err != nil {
-		return nil, err
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	nowMs := nowOr(q.Now).UnixMilli()
 	out := make([]backend.Record, 0, min(q.Limit, 64))
@@ -140,9 +121,7 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 
 // Count implements backend.Driver.
 func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Counts, error) {
-	if err := d.lock(ctx); err != nil {
-		return backend.Counts{}, err
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	nowMs := nowOr(q.Now).UnixMilli()
 	s := d.sp(q.NS)
@@ -155,18 +134,14 @@ func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Coun
 
 // Commit implements backend.Driver.
 func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
-	if err := d.lock(ctx); err != nil {
-		return backend.Result{}, err
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.apply(txn.NS, txn, nowOr(txn.Now)), nil
 }
 
 // Update implements backend.Updater.
 func (d *Driver) Update(ctx context.Context, q *backend.GetQuery, fn func([]backend.Record, time.Time) (*backend.Txn, error)) (backend.Result, error) {
-	if err := d.lock(ctx); err != nil {
-		return backend.Result{}, err
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := nowOr(q.Now)
 	txn, err := fn(d.getMany(q, now), now)
@@ -225,18 +200,14 @@ func (d *Driver) apply(ns string, txn *backend.Txn, now time.Time) backend.Resul
 
 // History implements backend.Driver.
 func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backend.Event, error) {
-	if err := d.lock(ctx); err != nil {
-		return nil, err
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.sp(q.NS).log.read(q.Key, q.Before, q.Limit), nil
 }
 
 // Reset implements backend.Driver.
 func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.ResetResult, error) {
-	if err := d.lock(ctx); err != nil {
-		return backend.ResetResult{}, err
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.sp(q.NS)
 	res := backend.ResetResult{Events: int64(s.log.len())}
@@ -251,9 +222,7 @@ func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.Rese
 // Sweep implements backend.Sweeper. Expired records are found through the
 // namespace's index by expiry, so a sweep costs what it removes.
 func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.SweepResult, error) {
-	if err := d.lock(ctx); err != nil {
-		return backend.SweepResult{}, err
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := nowOr(q.Now)
 	cutoff := now.Add(-q.Grace).UnixMilli()
@@ -277,9 +246,7 @@ func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.Swee
 
 // TrimHistory implements backend.HistoryTrimmer.
 func (d *Driver) TrimHistory(ctx context.Context, q *backend.TrimQuery) (backend.TrimResult, error) {
-	if err := d.lock(ctx); err != nil {
-		return backend.TrimResult{}, err
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.spaces[q.NS]
 	if s == nil {
@@ -294,7 +261,11 @@ func (d *Driver) TrimHistory(ctx context.Context, q *backend.TrimQuery) (backend
 	return backend.TrimResult{Events: n, More: over > n}, nil
 }
 
-// Close implements backend.Driver.
+// Close implements backend.Driver. Package state calls nothing after
+// Close, and this driver does not check: a closed driver still answers
+// from memory. A second Close returns backend.ErrClosed and does nothing,
+// so that a store closed twice (by tests) never forgets a newer store of
+// the same name (URLOpener).
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -302,7 +273,6 @@ func (d *Driver) Close() error {
 		return backend.ErrClosed
 	}
 	d.closed = true
-	d.spaces = nil
 	if d.onClose != nil {
 		d.onClose()
 	}

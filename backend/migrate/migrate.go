@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/statesidecar/state/backend"
-	"github.com/statesidecar/state/internal/layout"
 )
 
 // NamespaceLister is implemented by drivers that can name their
@@ -193,7 +192,7 @@ func fillFence(e backend.Event) []byte {
 	if !strings.HasPrefix(e.Op, "lease.") {
 		return e.Value
 	}
-	var le layout.LeaseEvent
+	var le backend.LeaseEvent
 	if json.Unmarshal(e.Value, &le) != nil || le.Fence != 0 {
 		return e.Value
 	}

@@ -41,7 +41,7 @@ type batchLog struct {
 
 // functions are the functions whose calls go in batches, as a batchLog
 // names them.
-var functions = []string{".claim(", ".set(", ".lease("}
+var functions = []string{".claim_run(", ".set(", ".lease("}
 
 func (l *batchLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	for _, fn := range functions {
@@ -74,7 +74,7 @@ func (l *batchLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.Trace
 	return ctx
 }
 
-// of returns the sizes of the batches of function fn (".claim(" and so
+// of returns the sizes of the batches of function fn (".claim_run(" and so
 // on), and how many of its calls went alone.
 func (l *batchLog) of(fn string) ([]int, int) {
 	l.mu.Lock()
@@ -305,7 +305,7 @@ func TestCallsMadeTogetherGoInOneBatch(t *testing.T) {
 		t.Errorf("parent counts %v claimed children (%v), want 1", p.Children, err)
 	}
 	// Alone: the first claim, and the child's second call.
-	if got, alone := e.log.of(".claim("); !slices.Equal(got, []int{4}) || alone != 2 {
+	if got, alone := e.log.of(".claim_run("); !slices.Equal(got, []int{4}) || alone != 2 {
 		t.Errorf("claim batches sent: %v and %d alone, want one of 4 and 2 alone", got, alone)
 	}
 }
@@ -362,17 +362,18 @@ func TestSetsAndLeasesKeepTheirOrderInABatch(t *testing.T) {
 	}
 }
 
-// TestAStatementFailingInABatchFailsOnlyItsCall stores a run the claim
-// function refuses to read and claims it in a batch with good runs: the
-// server fails the batch, which commits nothing, and each claim is sent
-// again alone: the good ones succeed, the bad one fails on its own.
+// TestAStatementFailingInABatchFailsOnlyItsCall corrupts the columns of a
+// run, which the claim function refuses to read, and claims it in a batch
+// with good runs: the server fails the batch, which commits nothing, and
+// each claim is sent again alone: the good ones succeed, the bad one fails
+// on its own.
 func TestAStatementFailingInABatchFailsOnlyItsCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgtest.Wait)
 	defer cancel()
 	e := newBatchEnv(t, ctx, "ns")
 	ids := e.runs(t, ctx, 4)
-	if _, err := e.side.Exec(ctx, `UPDATE `+e.d.q.s+`.records SET value = '{"not":"a run"}' WHERE ns = 'ns' AND key = $1`,
-		[]byte(layout.Run(ids[2]))); err != nil {
+	if _, err := e.side.Exec(ctx, `UPDATE `+e.d.q.s+`.records SET run_status = NULL WHERE ns = 'ns' AND key = $1`,
+		[]byte(backend.RunKey(ids[2]))); err != nil {
 		t.Fatal(err)
 	}
 	errs := e.claimTogether(t, ctx, ids[0], ids[1:]...)
@@ -388,7 +389,7 @@ func TestAStatementFailingInABatchFailsOnlyItsCall(t *testing.T) {
 			t.Errorf("run %s: agent %q fence %d (%v), want claimed once by x", id, r.AgentID, r.Fence, err)
 		}
 	}
-	if got, alone := e.log.of(".claim("); !slices.Equal(got, []int{3}) || alone != 1+3 {
+	if got, alone := e.log.of(".claim_run("); !slices.Equal(got, []int{3}) || alone != 1+3 {
 		t.Errorf("claim batches sent: %v and %d alone, want one of 3, then each of its claims alone", got, alone)
 	}
 }
@@ -420,7 +421,7 @@ func TestABatchWhoseSessionEndsFailsEveryCall(t *testing.T) {
 		}
 		t.Logf("claim of run %d: %v", i+1, err)
 	}
-	if got, alone := e.log.of(".claim("); !slices.Equal(got, []int{3}) || alone != 1 {
+	if got, alone := e.log.of(".claim_run("); !slices.Equal(got, []int{3}) || alone != 1 {
 		t.Errorf("claim batches sent: %v and %d alone, want one of 3 and none of its claims again", got, alone)
 	}
 	releaseMid()
@@ -460,7 +461,7 @@ func TestACallerLeavesTheQueueWhenItsContextEnds(t *testing.T) {
 			t.Errorf("run %s claimed by %q (%v) after its caller left", id, r.AgentID, err)
 		}
 	}
-	if got, alone := e.log.of(".claim("); len(got) != 0 || alone != 1 {
+	if got, alone := e.log.of(".claim_run("); len(got) != 0 || alone != 1 {
 		t.Errorf("claim batches sent: %v and %d alone, want only the first claim", got, alone)
 	}
 }

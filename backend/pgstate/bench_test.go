@@ -29,7 +29,10 @@ import (
 // resource) and its raw upsert. Each benchmark alternates ten rounds of raw and
 // store operations (b.N of each in all), so that both see the same machine
 // load, and reports the store's ns/op, the raw one's (raw-ns/op) and the
-// store's throughput as a fraction of raw (x-raw). The store runs as in
+// store's throughput as a fraction of raw (x-raw), then the CPU time per
+// operation of this process and, when the database runs on this machine, of
+// the pool's server processes (cpu-ns/op and srv-ns/op, with their raw-*
+// twins): steadier than wall time on a loaded machine. The store runs as in
 // production: no injected clock, so every statement reads the database's.
 // Claim is the native claim (backend.Claimer) of a created run: one round
 // trip that writes the run, the counter of claimed runs and an event.
@@ -52,7 +55,7 @@ func BenchmarkVsRaw(b *testing.B) {
 				b.Run(bm.name+"/goroutines="+strconv.Itoa(g)+"/pool="+pool.name, func(b *testing.B) {
 					e := newBenchEnv(b, u, pool.params...)
 					store := benchvs.StoreOp(b, e.st, bm.name)
-					benchvs.VsRaw(b, g, e.rawOp(b, bm.raw), store)
+					benchvs.VsRaw(b, g, e.rawOp(b, bm.raw), store, e.servers(b))
 				})
 			}
 		}
@@ -70,6 +73,7 @@ type benchEnv struct {
 func newBenchEnv(b *testing.B, u string, params ...string) *benchEnv {
 	b.Helper()
 	schema := pgtest.Schema(b, u)
+	params = append(params, "application_name="+schema) // so that servers finds the pool's server processes
 	d, err := pgstate.Open(ctx, pgtest.WithParams(b, u, params...), &pgstate.Options{Schema: schema})
 	if err != nil {
 		b.Fatal(err)
@@ -116,4 +120,31 @@ func (e *benchEnv) rawOp(b *testing.B, kind string) func(int64) error {
 		batch.Queue(history, k, val, time.Now().UnixMilli())
 		return pool.SendBatch(ctx, batch).Close()
 	}
+}
+
+// servers returns a function listing the server processes of the
+// benchmark's pool (named after its schema), when the database runs on
+// this machine, for benchvs to count their CPU time; nil otherwise.
+func (e *benchEnv) servers(b *testing.B) func() []int {
+	list := func() []int {
+		rows, err := e.d.Pool().Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, e.d.Schema())
+		if err != nil {
+			b.Fatal(err)
+		}
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := make([]int, 0, len(pids))
+		for _, p := range pids {
+			if benchvs.LocalProcess(int(p), "postgres") {
+				out = append(out, int(p))
+			}
+		}
+		return out
+	}
+	if len(list()) == 0 {
+		return nil
+	}
+	return list
 }

@@ -7,33 +7,35 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/statesidecar/state/backend"
-	"github.com/statesidecar/state/internal/layout"
 )
 
 // needParent is the claim function's answer when the run is a child whose
 // fresh claim must also count on its parent, named in the answer's writer
-// (see migrations/003_claim.sql).
+// (see migrations/004_run_columns.sql).
 const needParent = 7
 
 // countClaimed is the record key of the counter of claimed runs.
-var countClaimed = layout.StatusCount(layout.Claimed)
+const countClaimed = backend.ClaimedRunsKey
 
-// ClaimRun implements backend.Claimer: one call of the claim function (see
-// migrations/003_claim.sql), which reads the run (holding its claim),
-// decides as state.Store.ClaimRun does, and writes the run, the counter of
-// claimed runs when the status changes and the history event. A heartbeat
-// (the holder claiming again) is the same one call. Claims made at the same
-// moment share a round trip and a transaction (see batcher).
+// skipped is the claim function's answer when the run's columns do not
+// hold its fields (see migrations/004_run_columns.sql).
+const skipped = 0
+
+// ClaimRun implements backend.Claimer: one call of the claim_run function (see
+// migrations/004_run_columns.sql), which reads the run's fields from its
+// columns (holding its claim), decides as state.Store.ClaimRun does, and
+// writes the run, the counter of claimed runs when the status changes and
+// the history event. A heartbeat (the holder claiming again) is the same
+// one call. Claims made at the same moment share a round trip and a
+// transaction (see batcher). A run whose columns do not hold its fields
+// (one stored before schema version 4) is left to package state's portable
+// claim: backend.ErrSkip.
 func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.ClaimResult, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return backend.ClaimResult{}, err
-	}
 	agent, err := json.Marshal(q.AgentID)
 	if err != nil {
 		return backend.ClaimResult{}, fmt.Errorf("pgstate: claim: %w", err)
 	}
-	key := layout.Run(q.RunID)
+	key := backend.RunKey(q.RunID)
 	// The run's lock first, and the counter's only when the counter is
 	// written: the order of Update, whose checkpoints and releases lock the
 	// run to read it and the counters when they commit.
@@ -42,6 +44,9 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 	out, err := d.claims.do(ctx, q.NS, c.runLock, c)
 	if err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
+	}
+	if out.outcome == skipped {
+		return backend.ClaimResult{}, backend.ErrSkip
 	}
 	res := backend.ClaimResult{Outcome: backend.ClaimOutcome(out.outcome), Reclaimed: out.reclaimed, Now: timeOf(q.Now, out.nowMs)}
 	if res.Outcome < backend.ClaimNotFound || res.Outcome > backend.ClaimWaiting {
@@ -100,7 +105,7 @@ func (k claimKind) scan(row pgx.Row, c *claimCall) (*claimOut, bool, error) {
 	if o.outcome != needParent || o.rec.writer == nil {
 		return &o, false, nil
 	}
-	c.parent, c.childKey = o.rec.writer, []byte(layout.ChildCount(*o.rec.writer, layout.Claimed))
+	c.parent, c.childKey = o.rec.writer, []byte(backend.ClaimedChildrenKey(*o.rec.writer))
 	c.childLock = k.d.lockKey(c.ns, string(c.childKey))
 	return &o, true, nil
 }

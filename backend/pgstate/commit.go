@@ -1,7 +1,6 @@
 package pgstate
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -23,13 +22,11 @@ import (
 const maxKeyLocks = 64
 
 // Commit implements backend.Driver: one call of the commit function (see
-// migrations/001_init.sql), so one round trip in one transaction.
+// migrations/004_run_columns.sql), so one round trip in one transaction. A
+// Set (backend.IntentSet) takes the set function instead, unless its key is
+// a counter.
 func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return backend.Result{}, err
-	}
-	if isSet(txn) && !d.counter(txn.Then[0].Key) {
+	if txn.Intent == backend.IntentSet && len(txn.Then) == 1 && len(txn.Events) == 1 && !d.counter(txn.Then[0].Key) {
 		return d.set(ctx, txn)
 	}
 	args, err := d.commitArgs(txn, nowArg(txn.Now), false)
@@ -43,22 +40,9 @@ func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, 
 	return res, nil
 }
 
-// isSet reports whether txn has the shape the set function commits: one put
-// and one event of it (same value and writer, its previous value the
-// record's, its time the commit's), under at most one condition, on the
-// put's key. That is package state's Set, the commonest write by far.
-func isSet(txn *backend.Txn) bool {
-	if len(txn.Then) != 1 || len(txn.Events) != 1 || len(txn.If) > 1 {
-		return false
-	}
-	op, e := &txn.Then[0], &txn.Events[0]
-	return op.Kind == backend.OpPut && e.PrevOf == op.Key && e.Prev == nil && e.Time.IsZero() &&
-		e.Writer == op.Writer && bytes.Equal(e.Value, op.Value) && (len(txn.If) == 0 || txn.If[0].Key == op.Key)
-}
-
-// set commits a txn for which isSet holds with the set function. Sets
-// made at the same moment share a round trip and a transaction (see
-// batcher).
+// set commits a Set (backend.IntentSet, whose shape the contract gives)
+// with the set function. Sets made at the same moment share a round trip
+// and a transaction (see batcher).
 func (d *Driver) set(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
 	op, e := &txn.Then[0], &txn.Events[0]
 	var cond any
@@ -122,8 +106,9 @@ func (d *Driver) locksOf(ns string, keys ...string) []int64 {
 	return slices.Compact(locks)
 }
 
-// counter reports whether key is a counter: a key under layout.CountPrefix,
-// which package state writes with backend.OpAdd and reads whole. A commit
+// counter reports whether key is a counter: a key under
+// backend.CounterPrefix, which package state writes with backend.OpAdd
+// only and which the contract lets a driver store in pieces. A commit
 // that only adds to a counter adds to a shard of it under its lock taken
 // shared, and reads of one take its lock exclusively (see the counters
 // table in migrations/001_init.sql).
@@ -265,9 +250,46 @@ func (d *Driver) commitArgs(txn *backend.Txn, now any, excl bool) ([]any, error)
 	if fold == nil {
 		fold = [][]byte{}
 	}
-	return []any{txn.NS, now, d.nsLock(txn.NS), excl, locks, condKeys, condRevs,
+	args := []any{txn.NS, now, d.nsLock(txn.NS), excl, locks, condKeys, condRevs,
 		kinds, opKeys, values, writers, ttls, times, distinct,
-		evKeys, evOps, evValues, evPrevs, evPrevOfs, evWriters, evTimes, shared, fold}, nil
+		evKeys, evOps, evValues, evPrevs, evPrevOfs, evWriters, evTimes, shared, fold}
+	return append(args, runCols(txn.Then)...), nil
+}
+
+// runCols returns the run_* columns of ops (see
+// migrations/004_run_columns.sql): arrays aligned with the ops, NULL where
+// an op is not the put of a run whose value backend.SplitRun cuts; all
+// empty when there is none.
+func runCols(ops []backend.Op) []any {
+	var (
+		status, agent, parent []*string
+		ls, att, fence, upd   []*int64
+		cx                    []*int64
+		tail                  []*int32
+	)
+	for i, op := range ops {
+		if op.Kind != backend.OpPut || !strings.HasPrefix(op.Key, backend.RunPrefix) {
+			continue
+		}
+		h, t, ok := backend.SplitRun(op.Value)
+		if !ok {
+			continue
+		}
+		if status == nil {
+			n := len(ops)
+			status, agent, parent = make([]*string, n), make([]*string, n), make([]*string, n)
+			ls, att, fence, upd, cx = make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n)
+			tail = make([]*int32, n)
+		}
+		off := int32(len(op.Value) - len(t) + 1)
+		status[i], agent[i], parent[i] = &h.Status, &h.AgentJSON, &h.Parent
+		ls[i], att[i], fence[i], upd[i], cx[i] = &h.LastStep, &h.Attempt, &h.Fence, &h.UpdatedAt, &h.ClaimExpiresAt
+		tail[i] = &off
+	}
+	if status == nil {
+		return []any{[]string{}, []string{}, []int64{}, []int64{}, []int64{}, []int64{}, []int64{}, []string{}, []int32{}}
+	}
+	return []any{status, agent, ls, att, fence, upd, cx, parent, tail}
 }
 
 // errNeedExclusive asks Update to start again holding its namespace's lock
@@ -283,10 +305,6 @@ var errNeedExclusive = errors.New("the write touches too many keys for key locks
 // read) or the write touches more keys than key locks allow: then the
 // update starts again.
 func (d *Driver) Update(ctx context.Context, q *backend.GetQuery, fn func([]backend.Record, time.Time) (*backend.Txn, error)) (backend.Result, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return backend.Result{}, err
-	}
 	excl := len(q.Keys) > maxKeyLocks
 	for {
 		res, fnErr, err := d.update(ctx, q, fn, excl)

@@ -12,10 +12,6 @@ import (
 // and accepts writes, that is it is neither a standby in recovery nor
 // read-only by default. Otherwise the error matches backend.ErrUnavailable.
 func (d *Driver) Ping(ctx context.Context) error {
-	err := d.enter(ctx)
-	if err != nil {
-		return err
-	}
 	var standby, readOnly bool
 	if err := d.pool.QueryRow(ctx, d.q.ping).Scan(&standby, &readOnly); err != nil {
 		return d.fail(ctx, "ping", err)
@@ -33,10 +29,6 @@ func (d *Driver) Ping(ctx context.Context) error {
 // settings as the driver's connections see them and warns about those that
 // weaken what package state promises or let its tables grow without bound.
 func (d *Driver) CheckConfig(ctx context.Context) ([]string, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
 	rows, err := d.pool.Query(ctx, d.q.settings)
 	if err != nil {
 		return nil, d.fail(ctx, "checking the configuration", err)

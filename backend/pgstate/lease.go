@@ -3,12 +3,10 @@ package pgstate
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/statesidecar/state/backend"
-	"github.com/statesidecar/state/internal/layout"
 )
 
 // Lease implements backend.Leaser: one call of the lease function (see
@@ -17,16 +15,11 @@ import (
 // the lease and its history event. Lease calls made at the same moment share a round trip
 // and a transaction (see batcher).
 func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.LeaseResult, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return backend.LeaseResult{}, err
-	}
 	if q.Action < backend.LeaseAcquire || q.Action > backend.LeaseRelease {
 		return backend.LeaseResult{}, fmt.Errorf("pgstate: lease: unknown action %d", q.Action)
 	}
-	key := layout.Lease(q.Resource)
-	// The record's value is the TTL, as package state writes it (leaseValue).
-	value := []byte(`{"ttl_ms":` + strconv.FormatInt(q.TTL.Milliseconds(), 10) + `}`)
+	key := backend.LeaseKey(q.Resource)
+	value := backend.LeaseValue(q.TTL)
 	lock := d.lockKey(q.NS, key)
 	out, err := d.leases.do(ctx, q.NS, lock, []any{q.NS, nowArg(q.Now), d.nsLock(q.NS), lock,
 		int32(q.Action), []byte(q.Resource), q.Holder, ttlMs(q.TTL), []byte(key), value})

@@ -12,10 +12,6 @@ import (
 // deletes. It takes time in proportion to what the namespace holds: it is
 // meant for tests and rare administrative wipes.
 func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.ResetResult, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return backend.ResetResult{}, err
-	}
 	los, his := make([][]byte, len(q.CountPrefixes)), make([][]byte, len(q.CountPrefixes))
 	for i, p := range q.CountPrefixes {
 		los[i] = []byte(p)
@@ -34,13 +30,9 @@ func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.Rese
 // returns at once having done nothing, and without asking for more: one
 // sweeper at a time is enough, and nobody waits for it.
 func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.SweepResult, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return backend.SweepResult{}, err
-	}
 	var swept bool
 	var r backend.SweepResult
-	err = d.pool.QueryRow(ctx, d.q.sweep, d.sweepLock(), nowArg(q.Now), q.Grace.Milliseconds(), int32(q.Limit),
+	err := d.pool.QueryRow(ctx, d.q.sweep, d.sweepLock(), nowArg(q.Now), q.Grace.Milliseconds(), int32(q.Limit),
 		q.HistoryMaxAge.Milliseconds(), q.HistoryMaxEvents).Scan(&swept, &r.Records, &r.Events, &r.More)
 	if err != nil {
 		return backend.SweepResult{}, d.fail(ctx, "sweep", err)
@@ -50,10 +42,6 @@ func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.Swee
 
 // ServerTime implements backend.ServerClock: the database's clock.
 func (d *Driver) ServerTime(ctx context.Context) (time.Time, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return time.Time{}, err
-	}
 	var ms int64
 	if err := d.pool.QueryRow(ctx, d.q.serverTime).Scan(&ms); err != nil {
 		return time.Time{}, d.fail(ctx, "time", err)

@@ -58,7 +58,7 @@
 // out before, as long as the new primary's clock is not behind the old
 // one's by more than the failover took.
 //
-// Counters (keys under layout.CountPrefix, which package state writes with
+// Counters (keys under backend.CounterPrefix, which package state writes with
 // backend.OpAdd) would otherwise make every writer of a namespace that
 // bumps one wait for the previous one's commit to be flushed. A commit that
 // only adds to a counter takes its lock shared and adds to one of 32 shard
@@ -66,6 +66,14 @@
 // a write that conditions on it, puts or deletes it, takes its lock
 // exclusively, waits for the adds in flight and sees the base and the
 // shards as one record (see the counters table in migrations/001_init.sql).
+//
+// A workflow run's record keeps the fields a claim reads in columns of its
+// own beside its JSON value (run_status, run_agent, ..., and where the
+// JSON no claim changes starts), written by the commit and claim
+// functions, so that a claim reads each directly and writes a new head
+// before the unchanged rest (migrations/004_run_columns.sql). A run stored
+// before schema version 4 has no such columns until it is next written:
+// its first claim is package state's portable one (backend.ErrSkip).
 //
 // Expiry is data compared against the clock: expired records are invisible
 // at once and physically removed by Sweep, which the store's background
@@ -118,14 +126,12 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/statesidecar/state/backend"
-	"github.com/statesidecar/state/internal/layout"
 )
 
 // DefaultSchema is the schema used when Options.Schema is empty.
@@ -183,7 +189,6 @@ type Driver struct {
 	schema   string
 	q        queries
 	own      bool
-	closed   atomic.Bool
 	listen   *pgx.ConnConfig // Options.Listen's; nil: the pool's
 	nolisten bool            // Options.Listen is "off"
 	channel  string          // the schema's notification channel
@@ -228,7 +233,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Driver, error
 		return nil, fmt.Errorf("pgstate: schema %q must be a letter or underscore followed by up to 62 letters, digits or underscores", o.Schema)
 	}
 	d := &Driver{pool: pool, schema: o.Schema, q: newQueries(o.Schema), own: o.ClosePool,
-		nolisten: o.Listen == listenOff, channel: channelOf(o.Schema), counters: layout.CountPrefix}
+		nolisten: o.Listen == listenOff, channel: channelOf(o.Schema), counters: backend.CounterPrefix}
 	if o.Writers < 0 || o.MaxBatch < 0 {
 		return nil, fmt.Errorf("pgstate: Options.Writers and MaxBatch must not be negative (0 means the default)")
 	}
@@ -350,35 +355,21 @@ func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 // Schema returns the driver's schema.
 func (d *Driver) Schema() string { return d.schema }
 
-// Close marks the driver closed, and closes its pool if the driver owns it
-// (waiting for the calls in flight to return their connections). Later
-// calls return backend.ErrClosed, and so does a second Close.
+// Close closes the driver's pool if the driver owns it (waiting for the
+// calls in flight to return their connections). Package state calls
+// nothing after Close (see package backend); a pool closed here refuses
+// calls made directly, with pgx's error.
 func (d *Driver) Close() error {
-	if d.closed.Swap(true) {
-		return backend.ErrClosed
-	}
 	if d.own {
 		d.pool.Close()
 	}
 	return nil
 }
 
-// enter checks Close and ctx before a call.
-func (d *Driver) enter(ctx context.Context) error {
-	if d.closed.Load() {
-		return backend.ErrClosed
-	}
-	return ctx.Err()
-}
-
-// fail wraps the error of operation op. After Close, whatever pgx said,
-// the answer is backend.ErrClosed. When ctx has ended, the error matches
-// ctx's error too. The text names the server's address when pgx's does,
-// never a password: pgx leaves passwords out of its errors.
+// fail wraps the error of operation op. When ctx has ended, the error
+// matches ctx's error too. The text names the server's address when pgx's
+// does, never a password: pgx leaves passwords out of its errors.
 func (d *Driver) fail(ctx context.Context, op string, err error) error {
-	if d.closed.Load() {
-		return backend.ErrClosed
-	}
 	cerr := backend.Ended(ctx)
 	if cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("pgstate: %s: %w (%w)", op, err, cerr)

@@ -28,10 +28,6 @@ func scanRecord(row pgx.Row, r *backend.Record, extra ...any) error {
 // Get implements backend.Driver: one SELECT by primary key that also
 // decides liveness, at now or at the database's clock.
 func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backend.Record, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return backend.Record{}, err
-	}
 	if d.counter(key) {
 		recs, err := d.readCounters(ctx, &backend.GetQuery{NS: ns, Keys: []string{key}, Now: now})
 		if err != nil {
@@ -43,7 +39,7 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 		return recs[0], nil
 	}
 	r := backend.Record{Key: key}
-	err = scanRecord(d.pool.QueryRow(ctx, d.q.get, ns, []byte(key), nowArg(now)), &r)
+	err := scanRecord(d.pool.QueryRow(ctx, d.q.get, ns, []byte(key), nowArg(now)), &r)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return backend.Record{}, backend.ErrNotFound
 	}
@@ -56,10 +52,6 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 // GetMany implements backend.Driver: one statement, so the records are one
 // consistent snapshot.
 func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Record, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
 	if slices.ContainsFunc(q.Keys, d.counter) {
 		out, err := d.readCounters(ctx, q)
 		if err != nil {
@@ -160,10 +152,6 @@ func scanRead(rows pgx.Rows, keys []string, includeExpired bool) ([]backend.Reco
 // bounded below by the greater of the prefix and the cursor and above by
 // the end of the prefix.
 func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Record, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
 	after, lower := 0, q.Prefix
 	if q.After != "" && q.After >= q.Prefix {
 		after, lower = 1, q.After
@@ -237,10 +225,6 @@ func (d *Driver) listCounted(ctx context.Context, q *backend.ListQuery, lower st
 
 // Count implements backend.Driver in one statement.
 func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Counts, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return backend.Counts{}, err
-	}
 	sql, args := d.q.count(q.NS, nowArg(q.Now), q.Prefixes)
 	c := backend.Counts{Prefixes: make([]int64, len(q.Prefixes))}
 	dst := make([]any, 0, len(q.Prefixes)+1)
@@ -263,15 +247,12 @@ func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Coun
 // Update), so an event is held back for little longer than the write
 // before it takes.
 func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backend.Event, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
 	before := q.Before
 	if before == 0 {
 		before = math.MaxInt64
 	}
 	var rows pgx.Rows
+	var err error
 	if q.Key != "" {
 		rows, err = d.pool.Query(ctx, d.q.historyByKey, q.NS, []byte(q.Key), before, q.Limit)
 	} else {

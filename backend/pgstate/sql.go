@@ -70,7 +70,9 @@ func newQueries(schema string) queries {
 	q.commit = `SELECT committed, rev, failed, cur, now FROM ` + s + `.commit($1::text, $2::bigint, $3::bigint,
 		$4::boolean, $5::bigint[], $6::bytea[], $7::bigint[], $8::smallint[], $9::bytea[], $10::bytea[],
 		$11::text[], $12::bigint[], $13::bigint[], $14::boolean, $15::bytea[], $16::text[], $17::bytea[],
-		$18::bytea[], $19::bytea[], $20::text[], $21::bigint[], $22::boolean[], $23::bytea[])`
+		$18::bytea[], $19::bytea[], $20::text[], $21::bigint[], $22::boolean[], $23::bytea[],
+		$24::text[], $25::text[], $26::bigint[], $27::bigint[], $28::bigint[], $29::bigint[], $30::bigint[],
+		$31::text[], $32::integer[])`
 	q.set = `SELECT committed, rev, cur, now FROM ` + s + `.set($1::text, $2::bigint, $3::bigint, $4::bigint,
 		$5::bytea, $6::bytea, $7::text, $8::bigint, $9::bigint, $10::bigint, $11::bytea, $12::text)`
 	q.lockRead = `SELECT key, value, writer, rev, crev, updated_at, expires_at, now FROM ` + s + `.lock_read(
@@ -84,7 +86,7 @@ func newQueries(schema string) queries {
 	q.reset = `SELECT records, events FROM ` + s + `.reset($1::text, $2::bigint, $3::bytea[], $4::bytea[])`
 	q.sweep = `SELECT swept, records, events, more FROM ` + s + `.sweep($1::bigint, $2::bigint, $3::bigint,
 		$4::integer, $5::bigint, $6::bigint)`
-	q.claim = `SELECT outcome, now, reclaimed, value, writer, rev, crev, updated_at, expires_at FROM ` + s + `.claim(
+	q.claim = `SELECT outcome, now, reclaimed, value, writer, rev, crev, updated_at, expires_at FROM ` + s + `.claim_run(
 		$1::text, $2::bigint, $3::bigint, $4::bigint, $5::bigint, $6::bytea, $7::bytea, $8::text, $9::text,
 		$10::bigint, $11::bytea, $12::bigint, $13::bytea, $14::text)`
 	q.trim = `SELECT trimmed, events FROM ` + s + `.trim($1::text, $2::bigint, $3::bigint, $4::integer)`

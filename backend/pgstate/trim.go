@@ -12,13 +12,9 @@ import (
 // having removed nothing and without asking for more: that process is
 // doing the work, and nobody waits for it.
 func (d *Driver) TrimHistory(ctx context.Context, q *backend.TrimQuery) (backend.TrimResult, error) {
-	err := d.enter(ctx)
-	if err != nil {
-		return backend.TrimResult{}, err
-	}
 	var trimmed bool
 	var res backend.TrimResult
-	err = d.pool.QueryRow(ctx, d.q.trim, q.NS, d.trimLock(q.NS), q.Keep, int32(q.Limit)).Scan(&trimmed, &res.Events)
+	err := d.pool.QueryRow(ctx, d.q.trim, q.NS, d.trimLock(q.NS), q.Keep, int32(q.Limit)).Scan(&trimmed, &res.Events)
 	if err != nil {
 		return backend.TrimResult{}, d.fail(ctx, "trim history", err)
 	}

@@ -7,17 +7,14 @@ import (
 	"time"
 
 	"github.com/statesidecar/state/backend"
-	"github.com/statesidecar/state/internal/layout"
 )
 
 // ClaimRun implements backend.Claimer: one script that reads the run (which
 // holds its claim), decides as state.Store.ClaimRun does, and writes the
 // run, the counter of claimed runs when the status changes and the history
-// event (lua/claim.lua).
+// event (lua/claim.lua). A run stored as JSON (by an earlier version, see
+// runs.go) is left to package state's portable claim: backend.ErrSkip.
 func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.ClaimResult, error) {
-	if err := d.enter(ctx); err != nil {
-		return backend.ClaimResult{}, err
-	}
 	if err := d.touch(ctx, q.NS); err != nil {
 		return backend.ClaimResult{}, err
 	}
@@ -29,7 +26,10 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 	if err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}
-	res, err := claimResult(layout.Run(q.RunID), v, q.Now)
+	if v == "00" {
+		return backend.ClaimResult{}, backend.ErrSkip
+	}
+	res, err := claimResult(backend.RunKey(q.RunID), v, q.Now)
 	if err != nil {
 		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
 	}

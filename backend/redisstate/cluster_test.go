@@ -33,9 +33,10 @@ func clusterURL(t *testing.T) string {
 	return v
 }
 
-// TestCluster runs the conformance suite, the replica races and the
-// native-path comparison against a Redis Cluster: every script must stay in
-// its namespace's slot, and namespaces spread over the masters.
+// TestCluster runs the conformance suite (the native-path comparison
+// included) and the replica races against a Redis Cluster: every script
+// must stay in its namespace's slot, and namespaces spread over the
+// masters.
 func TestCluster(t *testing.T) {
 	u := clusterURL(t)
 	start := time.Now()
@@ -53,7 +54,6 @@ func TestCluster(t *testing.T) {
 		backendtest.Run(t, func(t *testing.T) backend.Driver { return newDriver(t, rdb) })
 	})
 	t.Run("Replicas", func(t *testing.T) { testReplicas(t, u) })
-	t.Run("NativePaths", func(t *testing.T) { testNativePaths(t, rdb) })
 	t.Run("NamespacesSpreadOverMasters", func(t *testing.T) {
 		c := rdb.(*redis.ClusterClient)
 		masters := map[string]bool{}

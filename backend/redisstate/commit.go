@@ -3,24 +3,23 @@ package redisstate
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/statesidecar/state/backend"
-	"github.com/statesidecar/state/internal/layout"
 )
 
 // Commit implements backend.Driver: conditions, writes and events in one
-// script, so one round trip and atomic. Package state's Set takes a script
-// of its own (see isSet); everything else the generic lua/commit.lua.
+// script, so one round trip and atomic. A Set (backend.IntentSet) takes a
+// script of its own (set.go); everything else the generic lua/commit.lua.
+// The value of a run record is stored packed (runs.go).
 func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
-	if err := d.enter(ctx); err != nil {
-		return backend.Result{}, err
-	}
 	if len(txn.Then) > 0 || len(txn.Events) > 0 {
 		if err := d.touch(ctx, txn.NS); err != nil {
 			return backend.Result{}, err
 		}
 	}
-	if isSet(txn) {
+	if txn.Intent == backend.IntentSet && len(txn.Then) == 1 && len(txn.Events) == 1 &&
+		!strings.HasPrefix(txn.Then[0].Key, backend.RunPrefix) {
 		return d.set(ctx, txn)
 	}
 	args := make([]any, 0, 4+2*len(txn.If)+6*len(txn.Then)+7*len(txn.Events))
@@ -40,9 +39,17 @@ func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, 
 		default:
 			return backend.Result{}, fmt.Errorf("redisstate: commit: unknown op kind %d", op.Kind)
 		}
-		args = append(args, kind, op.Key, op.Value, op.Writer, ttlMs(op.TTL), layout.Ms(op.Time))
+		val := op.Value
+		if op.Kind == backend.OpPut && strings.HasPrefix(op.Key, backend.RunPrefix) {
+			val = packRun(val)
+		}
+		args = append(args, kind, op.Key, val, op.Writer, ttlMs(op.TTL), unixMs(op.Time))
 	}
 	for _, e := range txn.Events {
+		if strings.HasPrefix(e.PrevOf, backend.RunPrefix) {
+			// The script would copy the packed value into the event.
+			return backend.Result{}, fmt.Errorf("redisstate: commit: an event's PrevOf names run record %q, which is stored packed", e.PrevOf)
+		}
 		t := ""
 		if !e.Time.IsZero() {
 			t = itoa(e.Time.UnixMilli())
@@ -69,9 +76,6 @@ func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, 
 // proportion to what the namespace holds, during which Redis serves no one
 // else: it is meant for tests and rare administrative wipes.
 func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.ResetResult, error) {
-	if err := d.enter(ctx); err != nil {
-		return backend.ResetResult{}, err
-	}
 	args := make([]any, 0, 2*len(q.CountPrefixes))
 	for _, p := range q.CountPrefixes {
 		lo, hi := lexRange(p)

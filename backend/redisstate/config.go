@@ -17,9 +17,6 @@ var _ backend.ConfigChecker = (*Driver)(nil)
 // allowed) and warns when Redis persists nothing or only snapshots, or may
 // evict keys: each loses leases, claims and revision counters.
 func (d *Driver) CheckConfig(ctx context.Context) ([]string, error) {
-	if err := d.enter(ctx); err != nil {
-		return nil, err
-	}
 	var mu sync.Mutex
 	var out []string
 	check := func(ctx context.Context, c *redis.Client) error {

@@ -6,16 +6,12 @@ import (
 	"fmt"
 
 	"github.com/statesidecar/state/backend"
-	"github.com/statesidecar/state/internal/layout"
 )
 
 // Lease implements backend.Leaser: one script that reads the lease, decides
 // as state.Store.TryAcquireLease, RenewLease and ReleaseLease do, and
 // writes the lease and its history event (lua/lease.lua).
 func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.LeaseResult, error) {
-	if err := d.enter(ctx); err != nil {
-		return backend.LeaseResult{}, err
-	}
 	if q.Action < backend.LeaseAcquire || q.Action > backend.LeaseRelease {
 		return backend.LeaseResult{}, fmt.Errorf("redisstate: lease: unknown action %d", q.Action)
 	}
@@ -26,7 +22,7 @@ func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.Leas
 	if err != nil {
 		return backend.LeaseResult{}, fmt.Errorf("redisstate: lease: %w", err)
 	}
-	key := layout.Lease(q.Resource)
+	key := backend.LeaseKey(q.Resource)
 	v, err := leaseScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), int(q.Action), q.Resource,
 		q.Holder, ttlMs(q.TTL), key, holder).Result()
 	if err != nil {

@@ -32,9 +32,6 @@ const changesSuffix = ":changes"
 // on the cluster bus per write. (Sharded pub/sub would keep each message in
 // its shard but takes one subscription per namespace and shard.)
 func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
-	if d.closed.Load() {
-		return backend.ErrClosed
-	}
 	open := "{" + d.prefix + ":"
 	ps := d.rdb.PSubscribe(ctx, globEscape(open)+"*}"+changesSuffix)
 	// A client without ContextTimeoutEnabled does not end a blocked read

@@ -8,16 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state/backend"
-	"github.com/statesidecar/state/internal/layout"
 )
 
 // Get implements backend.Driver in one round trip: with a given now, one
 // GET judged here; with a zero now, a small script that reads Redis's
 // clock too when the record can expire (lua/get.lua).
 func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backend.Record, error) {
-	if err := d.enter(ctx); err != nil {
-		return backend.Record{}, err
-	}
 	rkey := d.base(ns) + ":r:" + key
 	var v any
 	var nowMs int64
@@ -59,9 +55,6 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 
 // GetMany implements backend.Driver in one script.
 func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Record, error) {
-	if err := d.enter(ctx); err != nil {
-		return nil, err
-	}
 	recs, err := d.getMany(ctx, q.NS, q.Keys, q.Now)
 	if err != nil {
 		return nil, d.fail(ctx, "get_many", err)
@@ -106,9 +99,6 @@ func (d *Driver) getMany(ctx context.Context, ns string, keys []string, now time
 // List implements backend.Driver: a walk of the namespace's lex-ordered
 // index of keys, skipping expired records, in one script.
 func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Record, error) {
-	if err := d.enter(ctx); err != nil {
-		return nil, err
-	}
 	lo, hi := lexRange(q.Prefix)
 	if q.After != "" && q.After >= q.Prefix {
 		lo = "(" + q.After
@@ -140,9 +130,6 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 // Count implements backend.Driver in one script whose cost does not grow
 // with the number of live records.
 func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Counts, error) {
-	if err := d.enter(ctx); err != nil {
-		return backend.Counts{}, err
-	}
 	args := make([]any, 0, 1+3*len(q.Prefixes))
 	args = append(args, nowArg(q.Now))
 	for _, p := range q.Prefixes {
@@ -167,9 +154,6 @@ func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Coun
 
 // History implements backend.Driver in one script.
 func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backend.Event, error) {
-	if err := d.enter(ctx); err != nil {
-		return nil, err
-	}
 	v, err := historyScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, q.Key, q.Before, q.Limit).Result()
 	if err != nil {
 		return nil, d.fail(ctx, "history", err)
@@ -215,7 +199,7 @@ func unpackEvent(s string) (backend.Event, error) {
 		}
 		parts[i], body = body[:l], body[l:]
 	}
-	e.Revision, e.Time = le64(s), layout.Time(le64(s[8:]))
+	e.Revision, e.Time = le64(s), fromMs(le64(s[8:]))
 	e.Key, e.Op, e.Writer = parts[0], parts[1], parts[2]
 	if parts[3] != "" {
 		e.Value = []byte(parts[3])

@@ -22,7 +22,10 @@
 // a script touches one Cluster slot and namespaces spread over the masters.
 // A record is one string, a small binary header (revisions, times, writer
 // length) followed by the writer and the value, so reading it is a GET and
-// writing it a SET. A lexicographic sorted set of record keys serves prefix
+// writing it a SET. A workflow run's value is stored packed (runs.go): the
+// fields a claim reads as fields, so that the claim script reads them with
+// one struct.unpack, then the rest of the run's JSON; the driver gives it
+// back as the run's JSON. A lexicographic sorted set of record keys serves prefix
 // listing and counting, and a sorted set by expiry serves sweeping. History
 // is a list of packed events in append order, whose positions give the
 // event ids, with a list of event ids per key (lua/base.lua lists every
@@ -76,7 +79,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -104,7 +106,6 @@ type Driver struct {
 	prefix   string
 	registry string // the set of namespaces this prefix has written to
 	own      bool
-	closed   atomic.Bool
 	known    sync.Map // namespaces known to be in the registry
 }
 
@@ -175,12 +176,10 @@ func (d *Driver) Client() redis.UniversalClient { return d.rdb }
 // Prefix returns the driver's key prefix.
 func (d *Driver) Prefix() string { return d.prefix }
 
-// Close marks the driver closed, and closes its client if the driver owns
-// it. Later calls return backend.ErrClosed, and so does a second Close.
+// Close closes the driver's client if the driver owns it. Package state
+// calls nothing after Close (see package backend): the driver keeps no
+// state of its own to guard.
 func (d *Driver) Close() error {
-	if d.closed.Swap(true) {
-		return backend.ErrClosed
-	}
 	if d.own {
 		if err := d.rdb.Close(); err != nil {
 			return fmt.Errorf("redisstate: closing the client: %w", err)
@@ -191,9 +190,6 @@ func (d *Driver) Close() error {
 
 // ServerTime implements backend.ServerClock: it returns Redis's clock (TIME).
 func (d *Driver) ServerTime(ctx context.Context) (time.Time, error) {
-	if err := d.enter(ctx); err != nil {
-		return time.Time{}, err
-	}
 	t, err := d.rdb.Time(ctx).Result()
 	if err != nil {
 		return time.Time{}, d.fail(ctx, "time", err)
@@ -201,22 +197,10 @@ func (d *Driver) ServerTime(ctx context.Context) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// enter checks Close and ctx before a call.
-func (d *Driver) enter(ctx context.Context) error {
-	if d.closed.Load() {
-		return backend.ErrClosed
-	}
-	return ctx.Err()
-}
-
-// fail wraps the error of operation op. After Close, whatever the client
-// said, the answer is backend.ErrClosed. When ctx has ended, the error
+// fail wraps the error of operation op. When ctx has ended, the error
 // matches ctx's error too: go-redis reports a passed deadline as a network
 // timeout.
 func (d *Driver) fail(ctx context.Context, op string, err error) error {
-	if d.closed.Load() {
-		return backend.ErrClosed
-	}
 	cerr := backend.Ended(ctx)
 	if cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("redisstate: %s: %w (%w)", op, err, cerr)

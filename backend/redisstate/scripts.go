@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state/backend"
-	"github.com/statesidecar/state/internal/layout"
 )
 
 // The scripts. The cold ones run with KEYS[1] = the namespace's base key
@@ -67,10 +66,11 @@ var (
 		historyScript, resetScript, sweepScript, trimScript, claimScript, leaseScript}
 )
 
-// layoutNames spells out in a script the names of package state's keys
-// that it would otherwise take as arguments (lua/claim.lua).
-var layoutNames = strings.NewReplacer("$RunPrefix", layout.RunPrefix, "$ClaimedCount", layout.StatusCount(layout.Claimed),
-	"$ChildCounts", layout.ChildCounts, "$Claimed", layout.Claimed)
+// layoutNames spells out in a script the names of the record layout's
+// keys (backend's layout.go) that it would otherwise take as arguments
+// (lua/claim.lua).
+var layoutNames = strings.NewReplacer("$RunPrefix", backend.RunPrefix, "$ClaimedCount", backend.ClaimedRunsKey,
+	"$ChildCounts", strings.TrimSuffix(backend.ClaimedChildrenKey("x"), "x/"+backend.RunClaimed), "$Claimed", backend.RunClaimed)
 
 // recHeader is the length of a packed record's header (lua/rec.lua): the
 // little-endian revision, create revision, updated ms and expiry ms (8
@@ -142,10 +142,35 @@ func toRecord(key string, v any, nowMs int64) (backend.Record, error) {
 	}
 	x := le64(s[24:])
 	r.Revision, r.CreateRevision = le64(s), le64(s[8:])
-	r.UpdatedAt, r.ExpiresAt = layout.Time(le64(s[16:])), layout.Time(x)
-	r.Writer, r.Value = s[recHeader:recHeader+wl], []byte(s[recHeader+wl:])
+	r.UpdatedAt, r.ExpiresAt = fromMs(le64(s[16:])), fromMs(x)
+	r.Writer = s[recHeader : recHeader+wl]
+	if strings.HasPrefix(key, backend.RunPrefix) {
+		v, err := unpackRun(s[recHeader+wl:])
+		if err != nil {
+			return r, fmt.Errorf("record %q: %w", key, err)
+		}
+		r.Value = v
+	} else {
+		r.Value = []byte(s[recHeader+wl:])
+	}
 	r.Expired = x != 0 && x <= nowMs
 	return r, nil
+}
+
+// unixMs converts a time to Unix milliseconds; the zero time gives 0.
+func unixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromMs converts Unix milliseconds to a UTC time; 0 gives the zero time.
+func fromMs(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }
 
 // msTime converts a script's now back to a time: the caller's time when it

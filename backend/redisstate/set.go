@@ -1,28 +1,14 @@
 package redisstate
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
 	"github.com/statesidecar/state/backend"
-	"github.com/statesidecar/state/internal/layout"
 )
 
-// isSet reports whether txn has the shape lua/set.lua commits: one put and
-// one event of it (same value and writer, its previous value the record's,
-// its time the commit's), under at most one condition, on the put's key.
-// That is package state's Set, the commonest write by far.
-func isSet(txn *backend.Txn) bool {
-	if len(txn.Then) != 1 || len(txn.Events) != 1 || len(txn.If) > 1 {
-		return false
-	}
-	op, e := &txn.Then[0], &txn.Events[0]
-	return op.Kind == backend.OpPut && e.PrevOf == op.Key && e.Prev == nil && e.Time.IsZero() &&
-		e.Writer == op.Writer && bytes.Equal(e.Value, op.Value) && (len(txn.If) == 0 || txn.If[0].Key == op.Key)
-}
-
-// set commits a txn for which isSet holds, in one script (lua/set.lua).
+// set commits a Set (backend.IntentSet, whose shape the contract gives),
+// in one script (lua/set.lua).
 func (d *Driver) set(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
 	op, e := &txn.Then[0], &txn.Events[0]
 	cond := ""
@@ -30,7 +16,7 @@ func (d *Driver) set(ctx context.Context, txn *backend.Txn) (backend.Result, err
 		cond = itoa(txn.If[0].Revision)
 	}
 	v, err := setScript.Run(ctx, d.rdb, []string{d.base(txn.NS)}, nowArg(txn.Now), op.Key, op.Value, op.Writer,
-		ttlMs(op.TTL), layout.Ms(op.Time), cond, e.Key, e.Op).Result()
+		ttlMs(op.TTL), unixMs(op.Time), cond, e.Key, e.Op).Result()
 	if err != nil {
 		return backend.Result{}, d.fail(ctx, "commit", err)
 	}

@@ -15,9 +15,6 @@ const defaultSweepLimit = 500
 // per namespace, and stops when q.Limit records or q.Limit events have been
 // removed in total. The registry is read with SSCAN, a page at a time.
 func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.SweepResult, error) {
-	if err := d.enter(ctx); err != nil {
-		return backend.SweepResult{}, err
-	}
 	limit := int64(q.Limit)
 	if limit <= 0 {
 		limit = defaultSweepLimit
@@ -69,9 +66,6 @@ func (d *Driver) sweepNS(ctx context.Context, ns string, q *backend.SweepQuery, 
 // TrimHistory implements backend.HistoryTrimmer: one script removes the
 // oldest events of q.NS beyond q.Keep, at most q.Limit of them.
 func (d *Driver) TrimHistory(ctx context.Context, q *backend.TrimQuery) (backend.TrimResult, error) {
-	if err := d.enter(ctx); err != nil {
-		return backend.TrimResult{}, err
-	}
 	v, err := trimScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, q.Keep, q.Limit).Result()
 	if err != nil {
 		return backend.TrimResult{}, d.fail(ctx, "trim history", err)

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/statesidecar/state/backend"
 )
 
 // maxBatch bounds how many writes share one transaction.
@@ -86,6 +88,8 @@ func (b *batcher) doWithin(ctx context.Context, bound time.Duration, work func(*
 		return ctx.Err()
 	case <-t.C:
 		return unavailable(bound, errors.New("the writer is still waiting for the database lock"))
+	case <-b.stopped: // the driver was closed: no writer is left
+		return backend.ErrClosed
 	}
 	select {
 	case err := <-r.done:

@@ -69,11 +69,6 @@ func unavailable(bound time.Duration, busy error) error {
 // shorter), so that a readiness probe reports a database another process
 // keeps locked as unavailable.
 func (d *Driver) Ping(ctx context.Context) error {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
 	if err := d.batch.doWithin(ctx, min(pingLockWait, d.lockTimeout), func(*wtx) error { return nil }); err != nil {
 		return fmt.Errorf("sqlitestate: ping: %w", err)
 	}

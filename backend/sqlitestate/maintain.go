@@ -10,13 +10,8 @@ import (
 // Reset implements backend.Driver: one transaction deletes every record and
 // event of the namespace. The revision counter and event ids live on.
 func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.ResetResult, error) {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return backend.ResetResult{}, err
-	}
-	defer done()
 	var res backend.ResetResult
-	err = d.batch.do(ctx, func(w *wtx) error {
+	err := d.batch.do(ctx, func(w *wtx) error {
 		res = backend.ResetResult{}
 		for _, p := range q.CountPrefixes {
 			var n int64
@@ -50,14 +45,9 @@ func (d *Driver) Reset(ctx context.Context, q *backend.ResetQuery) (backend.Rese
 // Sweep implements backend.Sweeper. Each call is one short transaction that
 // deletes at most q.Limit expired records and q.Limit old events.
 func (d *Driver) Sweep(ctx context.Context, q *backend.SweepQuery) (backend.SweepResult, error) {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return backend.SweepResult{}, err
-	}
-	defer done()
 	now := nowOr(q.Now)
 	var res backend.SweepResult
-	err = d.batch.do(ctx, func(w *wtx) error {
+	err := d.batch.do(ctx, func(w *wtx) error {
 		res = backend.SweepResult{}
 		r, err := w.tx.ExecContext(w.ctx, `DELETE FROM state_records WHERE (ns, key) IN (
 			SELECT ns, key FROM state_records WHERE expires_at <= ? LIMIT ?)`, ms(now.Add(-q.Grace)), q.Limit)

@@ -24,12 +24,7 @@ var (
 // fn(""); package state then reads the history of the namespaces that have
 // waiters.
 func (d *Driver) Notify(ctx context.Context, fn func(ns string)) error {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return err
-	}
 	db, err := sql.Open("sqlite", d.readDSN)
-	done()
 	if err != nil {
 		return fmt.Errorf("sqlitestate: notify: %w", err)
 	}

@@ -135,19 +135,15 @@ func live(r *backend.Record, now time.Time) bool {
 
 // Get implements backend.Driver.
 func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backend.Record, error) {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return backend.Record{}, err
-	}
-	defer done()
 	r := backend.Record{Key: key}
 	// A point read takes microseconds and never waits for a lock in SQLite
 	// (busy_timeout is 0; retryBusy waits, within ctx), so it runs without
 	// ctx's cancellation: with it, database/sql and the driver would each
 	// start a goroutine to watch ctx, which more than doubles the read's
-	// cost. ctx was checked on entry and bounds the waits in retryBusy.
+	// cost. Package state calls with a live ctx (see package backend), and
+	// ctx bounds the waits in retryBusy.
 	qctx := context.WithoutCancel(ctx)
-	err = d.retryBusy(ctx, func() error { return scanRecord(d.rs.get.QueryRowContext(qctx, ns, key), &r) })
+	err := d.retryBusy(ctx, func() error { return scanRecord(d.rs.get.QueryRowContext(qctx, ns, key), &r) })
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && !live(&r, nowOr(now))) {
 		return backend.Record{}, backend.ErrNotFound
 	}
@@ -161,12 +157,8 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 // snapshot: read by one statement, or for a few keys (or keys that JSON
 // cannot carry) in one transaction.
 func (d *Driver) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Record, error) {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	var out []backend.Record
+	var err error
 	err = d.retryBusy(ctx, func() error {
 		if keys, ok := jsonKeys(q.Keys); ok {
 			out, err = d.getManyOnce(ctx, q, keys)
@@ -265,11 +257,6 @@ func getMany(ctx context.Context, st *sql.Stmt, q *backend.GetQuery) ([]backend.
 
 // List implements backend.Driver.
 func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Record, error) {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	lo, after := q.Prefix, false
 	if q.After >= q.Prefix && q.After != "" {
 		lo, after = q.After, true
@@ -277,7 +264,7 @@ func (d *Driver) List(ctx context.Context, q *backend.ListQuery) ([]backend.Reco
 	end := prefixEnd(q.Prefix)
 	st := d.rs.list[b2i(q.KeysOnly)][b2i(after)][b2i(end != "")]
 	var out []backend.Record
-	err = d.retryBusy(ctx, func() error {
+	err := d.retryBusy(ctx, func() error {
 		out = out[:0]
 		rows, err := st.QueryContext(ctx, q.NS, lo, end, ms(nowOr(q.Now)), q.Limit)
 		if err != nil {
@@ -313,14 +300,9 @@ func b2i(b bool) int {
 
 // Count implements backend.Driver.
 func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Counts, error) {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return backend.Counts{}, err
-	}
-	defer done()
 	c := backend.Counts{Prefixes: make([]int64, len(q.Prefixes))}
 	now := ms(nowOr(q.Now))
-	err = d.retryBusy(ctx, func() error {
+	err := d.retryBusy(ctx, func() error {
 		tx, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return err
@@ -347,17 +329,12 @@ func (d *Driver) Count(ctx context.Context, q *backend.CountQuery) (backend.Coun
 
 // History implements backend.Driver.
 func (d *Driver) History(ctx context.Context, q *backend.HistoryQuery) ([]backend.Event, error) {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	before := q.Before
 	if before == 0 {
 		before = math.MaxInt64
 	}
 	var out []backend.Event
-	err = d.retryBusy(ctx, func() error {
+	err := d.retryBusy(ctx, func() error {
 		out = out[:0]
 		var rows *sql.Rows
 		var err error

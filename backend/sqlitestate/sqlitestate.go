@@ -134,7 +134,7 @@ type Driver struct {
 	rs     readStmts
 	ws     writeStmts
 	batch  *batcher
-	mu     sync.RWMutex // read-held by calls, write-held by Close
+	mu     sync.Mutex // held by Close
 	closed bool
 	// lockTimeout is Options.LockTimeout.
 	lockTimeout time.Duration
@@ -208,20 +208,11 @@ func (d *Driver) Name() string { return "sqlite" }
 // Path returns the database file's path.
 func (d *Driver) Path() string { return d.path }
 
-// enter marks the start of a call.
-func (d *Driver) enter(ctx context.Context) (func(), error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	d.mu.RLock()
-	if d.closed {
-		d.mu.RUnlock()
-		return nil, backend.ErrClosed
-	}
-	return d.mu.RUnlock, nil
-}
-
-// Close waits for calls in flight and closes the database.
+// Close closes the database. Package state calls it once, after every
+// call has returned, and nothing after it (see package backend); a write
+// made directly after Close returns backend.ErrClosed, a read the
+// database/sql error of a closed statement, and a second Close
+// backend.ErrClosed.
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -34,13 +34,8 @@ func (w *wtx) trim(ns string, keep, limit int64) (int64, error) {
 
 // TrimHistory implements backend.HistoryTrimmer in one short transaction.
 func (d *Driver) TrimHistory(ctx context.Context, q *backend.TrimQuery) (backend.TrimResult, error) {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return backend.TrimResult{}, err
-	}
-	defer done()
 	var res backend.TrimResult
-	err = d.batch.do(ctx, func(w *wtx) error {
+	err := d.batch.do(ctx, func(w *wtx) error {
 		n, err := w.trim(q.NS, q.Keep, int64(q.Limit))
 		res = backend.TrimResult{Events: n, More: n == int64(q.Limit)}
 		return err

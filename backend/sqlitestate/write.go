@@ -206,14 +206,9 @@ func nullable(b []byte) any {
 
 // Commit implements backend.Driver.
 func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return backend.Result{}, err
-	}
-	defer done()
 	now := nowOr(txn.Now)
 	var res backend.Result
-	err = d.batch.do(ctx, func(w *wtx) error {
+	err := d.batch.do(ctx, func(w *wtx) error {
 		var err error
 		res, err = w.apply(txn.NS, txn, now)
 		return err
@@ -227,15 +222,10 @@ func (d *Driver) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, 
 // Update implements backend.Updater: it reads, calls fn and commits in one
 // write transaction.
 func (d *Driver) Update(ctx context.Context, q *backend.GetQuery, fn func([]backend.Record, time.Time) (*backend.Txn, error)) (backend.Result, error) {
-	done, err := d.enter(ctx)
-	if err != nil {
-		return backend.Result{}, err
-	}
-	defer done()
 	now := nowOr(q.Now)
 	var res backend.Result
 	var fnErr error
-	err = d.batch.do(ctx, func(w *wtx) error {
+	err := d.batch.do(ctx, func(w *wtx) error {
 		fnErr = nil
 		recs, err := getMany(w.ctx, w.stmt(w.s.get), &backend.GetQuery{NS: q.NS, Keys: q.Keys, Now: now, IncludeExpired: q.IncludeExpired})
 		if err != nil {

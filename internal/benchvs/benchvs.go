@@ -19,13 +19,32 @@ const Rounds = 10
 // b.N-1 per function. It fails b with the first error of either.
 func Alternate(b *testing.B, g int, first, second func(int64) error) (firstT, secondT time.Duration) {
 	b.Helper()
+	f, s := Measure(b, g, first, second, nil)
+	return f.Wall, s.Wall
+}
+
+// Measure is Alternate, and also counts the CPU time each side used, in
+// this process and, when servers is not nil, in the server processes
+// whose ids it returns (it is called before and after each round, outside
+// the timed part).
+func Measure(b *testing.B, g int, first, second func(int64) error, servers func() []int) (firstT, secondT Times) {
+	b.Helper()
 	b.ResetTimer()
 	var next, firstNext atomic.Int64
 	var failed atomic.Value
+	round := func(t *Times, next *atomic.Int64, n int64, op func(int64) error) {
+		b.StopTimer()
+		m := markCPU(servers)
+		b.StartTimer()
+		t.Wall += Parallel(g, n, next, op, &failed)
+		b.StopTimer()
+		m.since(t, servers)
+		b.StartTimer()
+	}
 	for r := range Rounds {
 		n := int64(b.N*(r+1)/Rounds - b.N*r/Rounds)
-		firstT += Parallel(g, n, &firstNext, first, &failed)
-		secondT += Parallel(g, n, &next, second, &failed)
+		round(&firstT, &firstNext, n, first)
+		round(&secondT, &next, n, second)
 	}
 	b.StopTimer()
 	if err, _ := failed.Load().(error); err != nil {

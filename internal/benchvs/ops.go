@@ -67,13 +67,23 @@ func CreateRuns(b *testing.B, st *state.Store, n int) []string {
 }
 
 // VsRaw alternates b.N operations of raw and of store with g goroutines
-// (Alternate) and reports the store's ns/op, the raw one's (raw-ns/op) and
-// the store's throughput as a fraction of raw (x-raw).
-func VsRaw(b *testing.B, g int, raw, store func(int64) error) {
+// (Measure) and reports the store's ns/op, the raw one's (raw-ns/op) and
+// the store's throughput as a fraction of raw (x-raw), then the CPU time
+// per operation this process used for each (cpu-ns/op, raw-cpu-ns/op)
+// and, when servers is not nil, the server processes it names
+// (srv-ns/op, raw-srv-ns/op).
+func VsRaw(b *testing.B, g int, raw, store func(int64) error, servers func() []int) {
 	b.Helper()
 	b.ReportAllocs()
-	rawT, storeT := Alternate(b, g, raw, store)
-	b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "ns/op")
-	b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
-	b.ReportMetric(float64(rawT)/float64(storeT), "x-raw")
+	rawT, storeT := Measure(b, g, raw, store, servers)
+	n := float64(b.N)
+	b.ReportMetric(float64(storeT.Wall.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(float64(rawT.Wall.Nanoseconds())/n, "raw-ns/op")
+	b.ReportMetric(float64(rawT.Wall)/float64(storeT.Wall), "x-raw")
+	b.ReportMetric(float64(storeT.CPU.Nanoseconds())/n, "cpu-ns/op")
+	b.ReportMetric(float64(rawT.CPU.Nanoseconds())/n, "raw-cpu-ns/op")
+	if servers != nil {
+		b.ReportMetric(float64(storeT.Server.Nanoseconds())/n, "srv-ns/op")
+		b.ReportMetric(float64(rawT.Server.Nanoseconds())/n, "raw-srv-ns/op")
+	}
 }

@@ -12,7 +12,7 @@ import (
 func Example() {
 	v := layout.RunValue{Status: layout.Claimed, AgentID: "A", Name: "job", Tags: map[string]string{"repo": "x"},
 		CreatedAt: 1893456000000}
-	keys := v.IndexKeys("wf-000000000001")
+	keys := layout.IndexKeys("wf-000000000001", &v)
 	slices.Sort(keys)
 	for _, k := range keys {
 		fmt.Println(k)

@@ -1,8 +1,9 @@
 // Package layout says where package state keeps each concept in a driver's
-// keyspace and how it encodes the values. It is shared by the root package
-// and by drivers that implement native fast paths (a Lua or SQL claim must
-// find and rewrite the same records the portable code does), so the format
-// is written down once.
+// keyspace and how it encodes the values. The part a driver's native fast
+// paths read and write (runs, leases, counters and their history events)
+// is published in package backend, for drivers outside this module; this
+// package builds the rest (indexes, outputs, entries, sessions) on it and
+// names those parts again, so that package state reads one layout.
 //
 // Keys of one namespace:
 //
@@ -57,13 +58,8 @@
 // of several shard rows under the counter's lock taken shared, so that
 // concurrent adders do not commit one at a time, and reads add them up.
 //
-// A run's JSON is written by Go's encoding/json from RunValue, in field
-// order: first what claims change (status to claim_ttl_ms), then what they
-// do not (name, tags, created_at). Native claim paths (the Redis driver's
-// lua/claim.lua) match the first part as text at the start of the value
-// and keep every byte after claim_ttl_ms as it is, so fields added later go
-// after claim_ttl_ms; DecodeRun parses this order directly and leaves
-// anything else to encoding/json.
+// A run's value is backend.RunValue's JSON (see backend.RunHead for what
+// native claim paths keep of it and how).
 //
 // This layout replaced, before any release, one that kept a claim in a
 // record c/<run_id> of its own and a status index entry per status; runs
@@ -108,21 +104,23 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/statesidecar/state/backend"
 )
 
 // Key prefixes.
 const (
 	KVPrefix      = "k/"
-	RunPrefix     = "r/"
+	RunPrefix     = backend.RunPrefix
 	OutputPrefix  = "o/"
-	CountPrefix   = "n/"
+	CountPrefix   = backend.CounterPrefix
 	StatusCounts  = "n/s/"
 	IndexAll      = "i/a/"
 	IndexOpen     = "i/o/"
 	IndexStatus   = "i/s/"
 	IndexTag      = "i/t/"
 	IndexOpenTag  = "i/ot/"
-	LeasePrefix   = "l/"
+	LeasePrefix   = backend.LeasePrefix
 	SessionPrefix = "s/"
 	ChildCounts   = "n/c/"
 	IndexParent   = "i/p/"
@@ -133,14 +131,14 @@ const (
 
 // The statuses of a run as stored.
 const (
-	Created = "created"
-	Claimed = "claimed"
-	Running = "running"
-	Done    = "done"
-	Failed  = "failed"
+	Created = backend.RunCreated
+	Claimed = backend.RunClaimed
+	Running = backend.RunRunning
+	Done    = backend.RunDone
+	Failed  = backend.RunFailed
 	// Waiting is the status of a join parent whose children are not all
 	// finished: open, in a bucket of its own, never claimable.
-	Waiting = "waiting"
+	Waiting = backend.RunWaiting
 )
 
 // Statuses lists every status in lifecycle order.
@@ -163,7 +161,7 @@ func StatusBucket(status string) string {
 func KV(key string) string { return KVPrefix + key }
 
 // Run returns the record key of a run.
-func Run(id string) string { return RunPrefix + id }
+func Run(id string) string { return backend.RunKey(id) }
 
 // Outputs returns the prefix of a run's step outputs.
 func Outputs(id string) string { return OutputPrefix + id + "/" }
@@ -179,7 +177,7 @@ func StepOf(id, key string) (int64, error) {
 }
 
 // Lease returns the record key of a lease.
-func Lease(resource string) string { return LeasePrefix + resource }
+func Lease(resource string) string { return backend.LeaseKey(resource) }
 
 // Session returns the record key of a session.
 func Session(id string) string { return SessionPrefix + id }
@@ -244,50 +242,23 @@ func IDOf(order string) string {
 	return ""
 }
 
-// Open reports whether status is created, claimed or running.
-func Open(status string) bool {
-	return status == Created || status == Claimed || status == Running || status == Waiting
-}
+// Open reports whether status is waiting, created, claimed or running.
+func Open(status string) bool { return backend.RunOpen(status) }
 
-// RunValue is the stored form of a run, its claim included. Its field order
-// is part of the format (see the package documentation).
-type RunValue struct {
-	Status   string `json:"status"`
-	AgentID  string `json:"agent_id,omitempty"`
-	LastStep int64  `json:"last_step"`
-	Attempt  int64  `json:"attempt"`
-	Fence    int64  `json:"fence"`
-	// UpdatedAt is Unix milliseconds.
-	UpdatedAt int64 `json:"updated_at"`
-	// ClaimExpiresAt is when the claim of AgentID expires, in Unix
-	// milliseconds; 0 when the run has no claim.
-	ClaimExpiresAt int64 `json:"claim_expires_at,omitempty"`
-	// ClaimTTL is the claim's lifetime in milliseconds: how far a heartbeat
-	// (a checkpoint) extends it.
-	ClaimTTL int64 `json:"claim_ttl_ms,omitempty"`
-	// Parent is the id of the run's parent, or "" for a run without one.
-	Parent string `json:"parent_run_id,omitempty"`
-	// Join is set on a parent created to join its children.
-	Join bool `json:"join,omitempty"`
+// RunValue is the stored form of a run, its claim included (published in
+// package backend, for native claim paths).
+type RunValue = backend.RunValue
 
-	Name string            `json:"name"`
-	Tags map[string]string `json:"tags"`
-	// CreatedAt is Unix milliseconds.
-	CreatedAt int64 `json:"created_at"`
-}
+// DecodeRun decodes a stored run (backend.DecodeRun).
+func DecodeRun(b []byte) (*RunValue, error) { return backend.DecodeRun(b) }
 
-// Order returns the run's index suffix.
-func (v *RunValue) Order(id string) string { return Order(v.CreatedAt, id) }
+// RunOrder returns run id's index suffix.
+func RunOrder(id string, v *RunValue) string { return Order(v.CreatedAt, id) }
 
-// ClaimLive reports whether the run has a live claim at nowMs.
-func (v *RunValue) ClaimLive(nowMs int64) bool {
-	return Open(v.Status) && v.AgentID != "" && v.ClaimExpiresAt > nowMs
-}
-
-// IndexKeys returns every index key under which the run is listed in its
+// IndexKeys returns every index key under which run id is listed in its
 // current status.
-func (v *RunValue) IndexKeys(id string) []string {
-	o := v.Order(id)
+func IndexKeys(id string, v *RunValue) []string {
+	o := RunOrder(id, v)
 	open := Open(v.Status)
 	n := 2 + len(v.Tags)
 	if open {
@@ -314,24 +285,10 @@ func (v *RunValue) IndexKeys(id string) []string {
 }
 
 // RunEvent is the JSON recorded in history for a workflow transition.
-type RunEvent struct {
-	Status   string `json:"status"`
-	AgentID  string `json:"agent_id,omitempty"`
-	Attempt  int64  `json:"attempt"`
-	Fence    int64  `json:"fence"`
-	LastStep int64  `json:"last_step"`
-	// Step is set for checkpoints.
-	Step *int64 `json:"step,omitempty"`
-	// Parent is set on the creation of a child run.
-	Parent string `json:"parent_run_id,omitempty"`
-}
+type RunEvent = backend.RunEvent
 
-// EventOf summarises a run for history.
-func EventOf(v *RunValue, step *int64) []byte {
-	b, _ := json.Marshal(RunEvent{Status: v.Status, AgentID: v.AgentID, Attempt: v.Attempt,
-		Fence: v.Fence, LastStep: v.LastStep, Step: step})
-	return b
-}
+// EventOf summarises a run for history (backend.RunEventOf).
+func EventOf(v *RunValue, step *int64) []byte { return backend.RunEventOf(v, step) }
 
 // CreateEventOf summarises a new run for history: EventOf and its parent.
 func CreateEventOf(v *RunValue) []byte {
@@ -351,30 +308,9 @@ func OpenChildIndex(parent string) string { return IndexOpenKids + EscapeID(pare
 // a status bucket, or of its claimed children for Claimed.
 func ChildCount(parent, bucket string) string { return ChildCounts + EscapeID(parent) + "/" + bucket }
 
-// EscapeID escapes a run id for use as one segment of a key: ASCII
-// letters, digits and "-._~" stay, every other byte becomes %XX (upper
-// case hex). The Redis driver's lua/claim.lua escapes the same way.
-func EscapeID(id string) string {
-	const hexDigits = "0123456789ABCDEF"
-	var b []byte
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-			if b != nil {
-				b = append(b, c)
-			}
-			continue
-		}
-		if b == nil {
-			b = append(make([]byte, 0, len(id)+8), id[:i]...)
-		}
-		b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
-	}
-	if b == nil {
-		return id
-	}
-	return string(b)
-}
+// EscapeID escapes a run id for use as one segment of a key
+// (backend.EscapeID).
+func EscapeID(id string) string { return backend.EscapeID(id) }
 
 // Idem returns the record key of an idempotency key.
 func Idem(key string) string { return IdemPrefix + key }
@@ -383,16 +319,11 @@ func Idem(key string) string { return IdemPrefix + key }
 func Effect(key string) string { return EffectPrefix + key }
 
 // LeaseEvent is the JSON recorded in history for a lease transition.
-type LeaseEvent struct {
-	Holder    string `json:"holder"`
-	Fence     int64  `json:"fence"`
-	ExpiresAt int64  `json:"expires_at"` // Unix milliseconds
-}
+type LeaseEvent = backend.LeaseEvent
 
-// LeaseEventOf encodes a lease for history.
+// LeaseEventOf encodes a lease for history (backend.LeaseEventOf).
 func LeaseEventOf(holder string, fence int64, expires time.Time) []byte {
-	b, _ := json.Marshal(LeaseEvent{Holder: holder, Fence: fence, ExpiresAt: Ms(expires)})
-	return b
+	return backend.LeaseEventOf(holder, fence, expires)
 }
 
 // Ms converts a time to Unix milliseconds; the zero time gives 0.
