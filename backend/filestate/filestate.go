@@ -43,7 +43,8 @@ type Options struct {
 	// of its process but may be lost, with those after it, if the machine
 	// loses power.
 	NoSync bool
-	// Driver tunes the object-store driver (Prefix must stay empty).
+	// Driver tunes the object-store driver; a Prefix puts the store in a
+	// subdirectory ("team-a/").
 	Driver objstate.Options
 }
 
