@@ -22,19 +22,23 @@ const (
 	BackendRedis    = "redis"
 	BackendPostgres = "postgres"
 	BackendMemory   = "memory"
+	// --- object-store backends (issue 23) ---
+	BackendS3   = "s3"
+	BackendFile = "file"
+	// --- end object-store backends ---
 
 	TransportHTTP  = "http"
 	TransportStdio = "stdio"
 )
 
 // Backends lists the valid values of STATE_BACKEND.
-var Backends = []string{BackendSQLite, BackendRedis, BackendPostgres, BackendMemory}
+var Backends = []string{BackendSQLite, BackendRedis, BackendPostgres, BackendMemory, BackendS3, BackendFile}
 
 // Config is the sidecar's configuration. Load fills it from the environment
 // and flags; the zero value is not valid, start from Defaults. Where a
 // duration or a count says "0 means no limit", 0 is a valid setting.
 type Config struct {
-	// Backend is "sqlite", "redis", "postgres" or "memory".
+	// Backend is "sqlite", "redis", "postgres", "memory", "s3" or "file".
 	Backend string
 	// DBPath is the SQLite file (Backend "sqlite").
 	DBPath string
@@ -47,6 +51,13 @@ type Config struct {
 	// DatabaseURL is the PostgreSQL URL (Backend "postgres"), postgres://
 	// or postgresql://.
 	DatabaseURL string
+	// --- object-store backends (issue 23) ---
+	// S3URL is the bucket and prefix of Backend "s3": s3://bucket/prefix,
+	// with the parameters region, endpoint and path_style.
+	S3URL string
+	// StateDir is the directory of Backend "file".
+	StateDir string
+	// --- end object-store backends ---
 
 	// Host and Port are the HTTP bind address. Port 0 picks a free port.
 	// Host is a name or an IP address, IPv6 with or without brackets.
@@ -140,6 +151,7 @@ func Defaults() Config {
 		Backend:   BackendSQLite,
 		DBPath:    "state_sidecar.db",
 		RedisURL:  "redis://localhost:6379",
+		StateDir:  "state_sidecar_data", // object-store backends (issue 23)
 		Host:      "127.0.0.1",
 		Port:      8000,
 		Transport: TransportHTTP,

@@ -31,7 +31,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Backend: "sqlite", DBPath: "state_sidecar.db", RedisURL: "redis://localhost:6379",
+	want := Config{Backend: "sqlite", DBPath: "state_sidecar.db", RedisURL: "redis://localhost:6379", StateDir: "state_sidecar_data",
 		Host: "127.0.0.1", Port: 8000, Transport: "http", ClaimTTL: 600 * time.Second, IdempotencyWindow: 24 * time.Hour,
 		HistoryMaxAge: 7 * 24 * time.Hour, HistoryMaxEvents: 100_000, SweepInterval: time.Minute, SweepGrace: time.Minute,
 		Limits:         state.Limits{MaxKeyBytes: 1024, MaxIDBytes: 256, MaxValueBytes: 1 << 20, MaxTags: 32, MaxBatch: 1000},
@@ -47,6 +47,7 @@ func TestLoadDefaults(t *testing.T) {
 // every is a value for every setting, unlike its default.
 var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR_SQLITE_LOCK_TIMEOUT_SECONDS", "2.5",
 	"REDIS_URL", "rediss://r:6380/1", "DATABASE_URL", "postgresql://u:p@db:5432/agents?schema=s",
+	"S3_URL", "s3://agents/team-a?region=eu-west-1", "STATE_DIR", "/tmp/state-dir",
 	"SIDECAR_HOST", "::1", "SIDECAR_PORT", "9000", "SIDECAR_TRANSPORT", "stdio", "SIDECAR_STATEFUL", "true",
 	"SIDECAR_AUTH_TOKENS", "a:one, b", "SIDECAR_ALLOW_INSECURE", "1", "SIDECAR_ALLOW_RESET", "TRUE",
 	"SIDECAR_CLAIM_TTL_SECONDS", "1.5", "SIDECAR_IDEMPOTENCY_WINDOW_SECONDS", "3600", "SIDECAR_HISTORY_MAX_AGE_SECONDS", "0", "SIDECAR_HISTORY_MAX_EVENTS", "0",
@@ -67,7 +68,8 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Backend: "memory", DBPath: "/tmp/x.db", SQLiteLockTimeout: 2500 * time.Millisecond,
-		RedisURL: "rediss://r:6380/1", DatabaseURL: "postgresql://u:p@db:5432/agents?schema=s", Host: "::1", Port: 9000,
+		RedisURL: "rediss://r:6380/1", DatabaseURL: "postgresql://u:p@db:5432/agents?schema=s",
+		S3URL: "s3://agents/team-a?region=eu-west-1", StateDir: "/tmp/state-dir", Host: "::1", Port: 9000,
 		Transport: "stdio", Stateful: true, Tokens: []Token{{"a", "one"}, {"b", ""}}, AllowInsecure: true,
 		AllowReset: true, ClaimTTL: 1500 * time.Millisecond, IdempotencyWindow: time.Hour, HistoryMaxAge: 0, HistoryMaxEvents: 0, SweepInterval: 0,
 		SweepGrace: 5 * time.Second, Limits: state.Limits{MaxKeyBytes: 64, MaxIDBytes: 32, MaxValueBytes: 4096, MaxTags: 4, MaxBatch: 1000},
@@ -223,7 +225,7 @@ func TestReadmeListsEverySetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| `-([a-z-]+)` \\| ([^|]+) \\|")
+	row := regexp.MustCompile("(?m)^\\| `([A-Z0-9_]+)` \\| `-([a-z0-9-]+)` \\| ([^|]+) \\|")
 	var got [][3]string
 	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
 		got = append(got, [3]string{m[1], m[2], strings.Trim(strings.TrimSpace(m[3]), "`")})

@@ -39,7 +39,7 @@ func ExampleLoad() {
 	fmt.Println(err)
 	// Output:
 	// memory 127.0.0.1:9100 http [token(team-a) token((default))] 10m0s
-	// configuration error: STATE_BACKEND: unknown backend "postgresql": valid values are sqlite, redis, postgres, memory
+	// configuration error: STATE_BACKEND: unknown backend "postgresql": valid values are sqlite, redis, postgres, memory, s3, file
 }
 
 // Protected mode: a public bind needs tokens (or an explicit opt-out).

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/redis/go-redis/v9"
+	"github.com/statesidecar/state/internal/s3test"
 )
 
 // roundRobin is a load balancer without session affinity, as an
@@ -71,6 +72,31 @@ func sharedBackends(t *testing.T) map[string]func() Config {
 			return c
 		},
 	}
+	// --- object-store backends (issue 23) ---
+	// One directory, one bucket of gofakes3 in this process, and the S3
+	// server of STATE_TEST_S3_URL (versitygw in CI) when it is set: each
+	// replica's driver has a cache of its own, as a process would.
+	s3test.SetEnv(t)
+	stateDir := t.TempDir()
+	out["file"] = func() Config {
+		c := memConfig()
+		c.Backend, c.StateDir = BackendFile, stateDir
+		return c
+	}
+	fakeURL := s3test.NewFake(t, nil).URL("replicas")
+	out["s3-gofakes3"] = func() Config {
+		c := memConfig()
+		c.Backend, c.S3URL = BackendS3, fakeURL
+		return c
+	}
+	if s3URL := s3test.OptionalURL(t); s3URL != "" {
+		out["s3"] = func() Config {
+			c := memConfig()
+			c.Backend, c.S3URL = BackendS3, s3URL
+			return c
+		}
+	}
+	// --- end object-store backends ---
 	redisURL := os.Getenv("STATE_TEST_REDIS_URL")
 	if redisURL == "" {
 		t.Log("Redis replicas skipped: set STATE_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run them")

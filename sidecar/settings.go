@@ -103,6 +103,31 @@ var settings = []setting{
 			c.DatabaseURL = strings.TrimSpace(v)
 			return nil
 		}},
+	// --- object-store backends (issue 23) ---
+	{env: "S3_URL", flag: "s3-url", only: BackendS3,
+		usage: "S3 bucket and prefix: s3://bucket/prefix?region=eu-west-1 (AWS), or with &endpoint=http://host:port for another S3 server; " +
+			"credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or ~/.aws/credentials",
+		show: func(c *Config) string {
+			if c.S3URL == "" {
+				return "none"
+			}
+			return c.S3URL
+		},
+		set: func(c *Config, v string) error {
+			u, err := url.Parse(strings.TrimSpace(v))
+			if err != nil {
+				return errors.New("not a URL")
+			}
+			if u.Scheme != "s3" || u.Host == "" {
+				return fmt.Errorf("%q is not an s3://bucket/prefix URL", u.Redacted())
+			}
+			c.S3URL = strings.TrimSpace(v)
+			return nil
+		}},
+	{env: "STATE_DIR", flag: "state-dir", usage: "directory of the file backend (JSON files; created if missing)", only: BackendFile,
+		show: func(c *Config) string { return c.StateDir },
+		set:  func(c *Config, v string) error { c.StateDir = strings.TrimSpace(v); return nil }},
+	// --- end object-store backends ---
 	{env: "SIDECAR_HOST", flag: "host", usage: "HTTP bind address: a name or an IP address (IPv6 with or without brackets)", only: TransportHTTP,
 		show: func(c *Config) string { return c.Host },
 		set:  func(c *Config, v string) (err error) { c.Host, err = parseHost(v); return err }},

@@ -1,7 +1,7 @@
 // Command state-sidecar is the MCP State Sidecar: the 21 state tools of
 // package mcpadapter over Streamable HTTP (at /mcp, stateless by default) or
-// stdio, on SQLite, Redis or memory, so that agents in any language share
-// durable coordination state.
+// stdio, on SQLite, Redis, PostgreSQL, S3, a directory or memory, so that
+// agents in any language share durable coordination state.
 //
 //	go install github.com/statesidecar/state/cmd/state-sidecar@latest
 //	state-sidecar                       # HTTP on 127.0.0.1:8000/mcp, SQLite file ./state_sidecar.db
@@ -9,6 +9,7 @@
 //	state-sidecar -h                    # every setting, its environment variable and default
 //	state-sidecar -version
 //	state-sidecar import ./state_sidecar.db   # copy a Python sidecar's data into the store
+//	state-sidecar copy sqlite:///a.db s3://bucket/prefix   # move a store to another backend
 //
 // Configuration is by environment, each variable overridden by a flag of
 // the same meaning (README.md beside this file has the table). SIGTERM or

@@ -13,6 +13,8 @@
 //	go run ./examples/scale -url sqlite:///tmp/s.db -storage     # bytes per key, run and history entry
 //	go run ./examples/scale -url mem:// -lock /tmp/bench.lock    # measure holding flock(1)'s lock, fill without
 //	go run ./examples/scale -raw                                 # the raw engines under the memory backend
+//	go run ./examples/scale -url 's3://bucket?endpoint=http://127.0.0.1:7070'  # under a prefix of its own, deleted afterwards
+//	go run ./examples/scale -url file:///tmp/scale-dir           # a directory store; its files deleted afterwards unless -keep
 //
 // A store of size N holds 70% key-value entries (keys "user/<group>/<nn>",
 // a hundred per group), 20% workflow runs (tagged with one of 10
@@ -56,6 +58,7 @@ import (
 	"strings"
 	"time"
 
+	_ "github.com/statesidecar/state/backend/filestate" // object-store backends (issue 23)
 	_ "github.com/statesidecar/state/backend/memstate"
 	_ "github.com/statesidecar/state/backend/pgstate"
 	_ "github.com/statesidecar/state/backend/redisstate"

@@ -14,8 +14,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/backend/objstate"
 	"github.com/statesidecar/state/backend/pgstate"
 	"github.com/statesidecar/state/backend/redisstate"
+	"github.com/statesidecar/state/backend/s3state"
 	"github.com/statesidecar/state/backend/sqlitestate"
 	"github.com/statesidecar/state/internal/redistest"
 )
@@ -71,6 +73,12 @@ func openTarget(ctx context.Context, rawURL string, keep bool) (*target, error) 
 			q.Set("prefix", "scale-"+strings.ToLower(rand.Text()[:8]))
 			u.RawQuery = q.Encode()
 		}
+	// --- object-store backends (issue 23) ---
+	case s3state.Scheme:
+		if strings.Trim(u.Path, "/") == "" {
+			u.Path = "/scale-" + strings.ToLower(rand.Text()[:8])
+		}
+	// --- end object-store backends ---
 	case pgstate.Scheme, pgstate.AltScheme:
 		if u.Query().Get("schema") == "" {
 			q := u.Query()
@@ -149,6 +157,32 @@ func openTarget(ctx context.Context, rawURL string, keep bool) (*target, error) 
 				return errors.Join(ferr, err, st.Close())
 			}
 		}
+	// --- object-store backends (issue 23) ---
+	case *objstate.Driver:
+		// Storage is what the bucket or the directory holds (heads,
+		// segments, snapshots); the cache each process keeps is reported
+		// on stderr as the heap in use.
+		m, prefix := d.Medium(), d.Prefix()
+		t.bytes = func(ctx context.Context) (int64, error) {
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			fmt.Fprintf(os.Stderr, "scale: heap in use %.1f MiB (the store's cache and the command)\n", float64(ms.HeapAlloc)/(1<<20))
+			var n int64
+			err := m.List(ctx, prefix+"ns/", func(o objstate.ObjectInfo) bool { n += o.Size; return true })
+			return n, err
+		}
+		if !keep {
+			t.close = func() error {
+				var keys []string
+				err := m.List(context.Background(), prefix, func(o objstate.ObjectInfo) bool { keys = append(keys, o.Key); return true })
+				for _, k := range keys {
+					err = errors.Join(err, m.Delete(context.Background(), k))
+				}
+				return errors.Join(err, st.Close())
+			}
+		}
+	// --- end object-store backends ---
 	default:
 		if u.Scheme != "mem" {
 			t.bytes = func(context.Context) (int64, error) { return 0, nil }

@@ -1,0 +1,24 @@
+package s3state_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/statesidecar/state/internal/proctest"
+	"go.uber.org/goleak"
+)
+
+// TestMain runs a child role when proctest started this binary again, and
+// otherwise the tests, failing them if a goroutine outlives them.
+func TestMain(m *testing.M) {
+	proctest.Child()
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
