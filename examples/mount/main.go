@@ -2,8 +2,8 @@
 // already have: the server keeps its own tools, and the 21 tools of
 // package mcpadapter are mounted beside them under a prefix.
 //
-//	go run ./examples/mount                          # stdio, memory store
-//	go run ./examples/mount -store sqlite:state.db -http 127.0.0.1:8080
+//	go run -C examples ./mount                          # stdio, memory store
+//	go run -C examples ./mount -store sqlite:state.db -http 127.0.0.1:8080
 package main
 
 import (
