@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/statesidecar/state/internal/skipnote"
 	"github.com/statesidecar/state/internal/syncbuf"
 )
 
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 	// Children inherit it, including a sidecar that the interop tests'
 	// Node clients start.
 	os.Setenv(beMain, "1")
-	os.Exit(m.Run())
+	os.Exit(skipnote.Run(m))
 }
 
 // binary returns the path of the state-sidecar program: this test binary,
