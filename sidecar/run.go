@@ -3,8 +3,10 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 
 	"github.com/statesidecar/state"
@@ -34,15 +36,27 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		return err
 	}
 	defer stopTracing()
+	// The port first: a port in use is one error, before the store is
+	// opened (and a SQLite file created for nothing).
+	var ln net.Listener
+	if cfg.Transport != TransportStdio {
+		if ln, err = net.Listen("tcp", cfg.Addr()); err != nil {
+			return fmt.Errorf("listening on %s: %w", cfg.Addr(), err)
+		}
+	}
 	sc, err := New(ctx, cfg, log)
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		return err
 	}
 	log.Info("MCP State Sidecar starting", startupAttrs(cfg, sc)...)
 	if cfg.Transport == TransportStdio {
 		err = sc.ServeStdio(ctx, env.Stdin, env.Stdout)
 	} else {
-		err = sc.ListenAndServe(ctx)
+		log.Info("listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp")
+		err = sc.Serve(ctx, ln)
 	}
 	if cerr := sc.Close(); cerr != nil && !errors.Is(cerr, state.ErrClosed) {
 		err = errors.Join(err, cerr)
