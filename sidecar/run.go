@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/backend/redisstate"
 )
 
 // Run is the serve command without the others: it loads the configuration
@@ -31,6 +32,11 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		return err
 	}
 	log := newLogger(cfg, env.Stderr)
+	if cfg.Backend == BackendRedis {
+		// go-redis's own lines (a dropped connection, a reconnect) would
+		// otherwise reach stderr unformatted, through package log.
+		redisstate.SetLogger(log)
+	}
 	stopTracing, err := startTracing(ctx, &cfg, env.LookupEnv, log)
 	if err != nil {
 		return err
