@@ -72,6 +72,8 @@ func run(storeURL, httpAddr string, log *slog.Logger) error {
 	defer st.Close()
 	s := newServer(st)
 	if httpAddr == "" {
+		// Started by hand in a terminal, it would otherwise sit silent.
+		log.Info("serving MCP over stdio: JSON-RPC requests on stdin, answers on stdout (an MCP host starts this program; -http ADDR serves HTTP instead)")
 		return server.ServeStdio(s)
 	}
 	mux := http.NewServeMux()
