@@ -1,0 +1,59 @@
+package state_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The Layout table (a Markdown table in README.md or docs/*.md) names
+// every package of the repository, every example and every adapter, as
+// `dir/`: internal packages, testdata and a package inside an example or
+// adapter (its own business) excepted.
+func TestLayoutListsEveryPackage(t *testing.T) {
+	var rows []string
+	docs, _ := filepath.Glob(filepath.Join("docs", "*.md"))
+	for _, f := range append([]string{"README.md"}, docs...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "|") {
+				rows = append(rows, line)
+			}
+		}
+	}
+	var dirs []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			parts := strings.Split(filepath.ToSlash(path), "/")
+			if name == "internal" || name == "testdata" || name == "node_modules" || (strings.HasPrefix(name, ".") && path != ".") ||
+				((parts[0] == "examples" || parts[0] == "adapters") && len(parts) > 2) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			if dir := filepath.ToSlash(filepath.Dir(path)); dir != "." && !slices.Contains(dirs, dir) {
+				dirs = append(dirs, dir)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		if !slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, "`"+dir+"/`") }) {
+			t.Errorf("no Layout table row in README.md or docs/*.md names `%s/`", dir)
+		}
+	}
+}
