@@ -80,7 +80,10 @@ func (t *Tasks) create(ctx context.Context, owner Owner, version, tool string, p
 	if err != nil {
 		// Nobody will run the task: end its run now rather than when a
 		// sweeper finds it.
-		_, _ = t.st.FailRun(context.WithoutCancel(ctx), run.ID)
+		ctx := context.WithoutCancel(ctx)
+		if _, ferr := t.st.FailRun(ctx, run.ID); ferr == nil {
+			_, _ = t.st.DeleteRun(ctx, run.ID, state.WithAgent(t.worker))
+		}
 		return nil, err
 	}
 	return rec, nil
