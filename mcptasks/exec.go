@@ -98,6 +98,25 @@ func (t *Tasks) sweepOnce(ctx context.Context) error {
 			return err
 		}
 	}
+	return t.trimHistory(ctx)
+}
+
+// trimEvery is how often, at most, a sweep trims the task namespace's
+// history.
+const trimEvery = time.Minute
+
+// trimHistory removes the task namespace's history older than
+// HistoryMaxAge, at most once every trimEvery. The sweep runs in one
+// goroutine, so t.trimmed needs no lock.
+func (t *Tasks) trimHistory(ctx context.Context) error {
+	now := t.now()
+	if t.o.HistoryMaxAge < 0 || now.Sub(t.trimmed) < trimEvery {
+		return nil
+	}
+	if _, err := t.st.TrimHistory(ctx, now.Add(-t.o.HistoryMaxAge)); err != nil {
+		return err
+	}
+	t.trimmed = now
 	return nil
 }
 

@@ -106,5 +106,57 @@ func TestTaskRetention(t *testing.T) {
 		if err != nil || len(page.Runs) != 0 {
 			t.Fatalf("runs left: %v %v", page.Runs, err)
 		}
+
+		// History: the records' kv.set events carry the params and the
+		// result. Past HistoryMaxAge (MaxTTL, an hour, here) the sweep trims
+		// them: all but at most 64 just older than the bound (the margin of
+		// state.Store.TrimHistory), and the newest entry.
+		for range 40 {
+			mustCreate(t, ts, alice, time.Minute)
+		}
+		clk.Advance(2 * time.Minute)
+		if err := ts.sweepOnce(ctx); err != nil { // takes the expired tasks' runs over
+			t.Fatal(err)
+		}
+		waitNoRuns(t, ts)
+		before, err := ts.st.History(ctx, state.HistoryQuery{Limit: 1000})
+		if err != nil || len(before) < 200 {
+			t.Fatalf("history before the trim: %d events (want 200 or more), %v", len(before), err)
+		}
+		clk.Advance(time.Hour)
+		ts.trimmed = time.Time{} // the last sweep trimmed nothing old yet
+		if err := ts.sweepOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		after, err := ts.st.History(ctx, state.HistoryQuery{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := 0
+		for _, ev := range after {
+			if clk.Now().Sub(ev.Time) > time.Hour {
+				old++
+			}
+		}
+		if old > 65 {
+			t.Fatalf("%d of %d history entries older than HistoryMaxAge are left", old, len(before))
+		}
 	})
+}
+
+// waitNoRuns waits until the task namespace has no run left (a sweep's
+// takeovers run in goroutines of their own).
+func waitNoRuns(t *testing.T, ts *Tasks) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		page, err := ts.st.ListRuns(context.Background())
+		if err == nil && len(page.Runs) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs left: %v %v", page.Runs, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -80,6 +80,15 @@ type Options struct {
 	// negative value disables takeover by this process (it still runs the
 	// tasks it accepts).
 	SweepInterval time.Duration
+	// HistoryMaxAge is how long the task namespace keeps its history: every
+	// write of a task's record is in it (a kv.set with the record, the call's
+	// params and result included, as its value), so the sweep that takes
+	// tasks over also removes, at most once a minute, what is older than
+	// this (state.Store.TrimHistory). Defaults to MaxTTL, so that nothing of
+	// a task outlives the longest task; set it to the shortest TTL given to
+	// tasks to have nothing outlive any task. A negative value leaves the
+	// history to the store's own retention.
+	HistoryMaxAge time.Duration
 	// Worker names this process in claims and history. Defaults to the host
 	// name, the process id and random characters.
 	Worker string
@@ -133,6 +142,8 @@ type Tasks struct {
 	ctx  context.Context // ends at Close
 	stop context.CancelFunc
 	wg   sync.WaitGroup
+
+	trimmed time.Time // when the sweep last trimmed history (by now)
 }
 
 // ServerOptions are the options an mcp-go server needs to advertise tasks
@@ -189,6 +200,7 @@ func (o *Options) fill() error {
 	def(&o.PollInterval, DefaultPollInterval)
 	def(&o.ClaimTTL, DefaultClaimTTL)
 	def(&o.SweepInterval, DefaultSweepInterval)
+	def(&o.HistoryMaxAge, o.MaxTTL)
 	if o.MaxLive == 0 {
 		o.MaxLive = DefaultMaxLive
 	}
