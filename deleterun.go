@@ -29,7 +29,9 @@ const deleteBatch = sweepBatch
 // history until its retention (Options.HistoryMaxAge, HistoryMaxEvents)
 // removes them. A run with more than a few hundred step outputs is removed
 // in several commits, its outputs first: a reader may then see some of
-// them gone before the run is.
+// them gone before the run is. A CreateRun replaying the idempotency key
+// that made the run (WithIdempotencyKey, within Options.IdempotencyWindow)
+// fails with an error matching ErrNotFound rather than create it again.
 func (s *Store) DeleteRun(ctx context.Context, id string, opts ...DeleteRunOption) (bool, error) {
 	ok, err := s.deleteRun(ctx, id, collect(opts))
 	return ok, wrap("workflow.delete", id, err)
