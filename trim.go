@@ -95,9 +95,9 @@ const trimMargin = 64
 // more than it found younger, so that an entry appended meanwhile by
 // another writer never pushes a young one out. It finds the first young
 // entry with a binary search over ids (a few dozen reads of one entry);
-// on a driver whose ids have gaps (PostgreSQL) it then counts the younger
-// entries by reading them, a page of a thousand at a time. A backend that
-// cannot trim removes nothing.
+// on a driver whose ids have gaps (PostgreSQL) it then counts the older
+// entries by reading them, a page of a thousand at a time, and takes them
+// from the namespace's count. A backend that cannot trim removes nothing.
 //
 // History is otherwise kept by the store-wide retention
 // (Options.HistoryMaxAge, HistoryMaxEvents); TrimHistory serves a namespace
@@ -160,6 +160,25 @@ func (s *Store) trimHistory(ctx context.Context, before time.Time) (int64, error
 	}
 	var younger int64
 	top := old
+	if !gapless {
+		// Where ids have gaps, count the entries above old as all of them
+		// less those at or below old, which costs what the trim removes
+		// rather than what it keeps. The newest id is read before the
+		// total, so that an entry appended in between is counted twice
+		// (keeping one more) rather than not at all.
+		if top, err = s.newestID(ctx, old); err != nil {
+			return 0, err
+		}
+		c, err := s.c.drv.Count(ctx, &backend.CountQuery{NS: s.ns})
+		if err != nil {
+			return 0, err
+		}
+		below, err := s.countAtOrBelow(ctx, old)
+		if err != nil {
+			return 0, err
+		}
+		younger = max(c.Events-below, 0)
+	}
 	var total int64
 	for {
 		n, newTop, err := s.countAbove(ctx, top, gapless)
@@ -207,6 +226,35 @@ func (s *Store) countAbove(ctx context.Context, after int64, gapless bool) (int6
 		}
 		if len(evs) < limit {
 			return n, top, nil
+		}
+		before = evs[len(evs)-1].ID
+	}
+}
+
+// newestID returns the id of the namespace's newest entry, or none when
+// it has no entry.
+func (s *Store) newestID(ctx context.Context, none int64) (int64, error) {
+	evs, err := s.c.drv.History(ctx, &backend.HistoryQuery{NS: s.ns, Limit: 1})
+	if err != nil || len(evs) == 0 {
+		return none, err
+	}
+	return evs[0].ID, nil
+}
+
+// countAtOrBelow returns how many entries of the namespace have ids of at
+// most id, reading them a page at a time.
+func (s *Store) countAtOrBelow(ctx context.Context, id int64) (int64, error) {
+	const page = 1000
+	var n int64
+	before := id + 1
+	for {
+		evs, err := s.c.drv.History(ctx, &backend.HistoryQuery{NS: s.ns, Before: before, Limit: page})
+		if err != nil {
+			return 0, err
+		}
+		n += int64(len(evs))
+		if len(evs) < page {
+			return n, nil
 		}
 		before = evs[len(evs)-1].ID
 	}
