@@ -48,8 +48,9 @@
 // record keeps the outcome, fence and attempt the run held. A run whose
 // worker died before deleting it is deleted by a later sweep, and the run of
 // a task that expired unfinished is taken over by a sweep, finished and
-// deleted. The same sweep trims the namespace's history, whose kv.set
-// entries hold the records, to Options.HistoryMaxAge (MaxTTL by default).
+// deleted. A task's writes keep its content out of history (their events
+// record sizes: state.Write.Private), and the same sweep trims the
+// namespace's history to Options.HistoryMaxAge (MaxTTL by default).
 //
 // # Execution: at-least-once, recorded once
 //

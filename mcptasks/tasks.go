@@ -80,14 +80,15 @@ type Options struct {
 	// negative value disables takeover by this process (it still runs the
 	// tasks it accepts).
 	SweepInterval time.Duration
-	// HistoryMaxAge is how long the task namespace keeps its history: every
-	// write of a task's record is in it (a kv.set with the record, the call's
-	// params and result included, as its value), so the sweep that takes
-	// tasks over also removes, at most once a minute, what is older than
-	// this (state.Store.TrimHistory). Defaults to MaxTTL, so that nothing of
-	// a task outlives the longest task; set it to the shortest TTL given to
-	// tasks to have nothing outlive any task. A negative value leaves the
-	// history to the store's own retention.
+	// HistoryMaxAge is how long the task namespace keeps its history. A
+	// task's writes are private (state.Write.Private): their events record
+	// the task's id, the time, the worker and a size, never the params, the
+	// result or a checkpoint. The sweep that takes tasks over also removes,
+	// at most once a minute, the events older than this
+	// (state.Store.TrimHistory). Defaults to MaxTTL, so that not even those
+	// outlive the longest task; set it to the shortest TTL given to tasks
+	// to have them outlive no task. A negative value leaves the history to
+	// the store's own retention.
 	HistoryMaxAge time.Duration
 	// Worker names this process in claims and history. Defaults to the host
 	// name, the process id and random characters.
