@@ -5,10 +5,11 @@
 // state_set and state_get (Store.Set and Store.Get) of small JSON objects,
 // each worker on its own keys.
 //
-//	go run -C examples ./loadgen                               # in-process sidecar, memory and SQLite, a few seconds
-//	go run -C examples ./loadgen -duration 5s -clients 1,16,64,256
-//	go run -C examples ./loadgen -backends redis -redis-url redis://127.0.0.1:6379/0
-//	go run -C examples ./loadgen -url http://127.0.0.1:8000/mcp -token s3cret   # a running sidecar
+//	cd examples   # a module of its own
+//	go run ./loadgen                               # in-process sidecar, memory and SQLite, a few seconds
+//	go run ./loadgen -duration 5s -clients 1,16,64,256
+//	go run ./loadgen -backends redis -redis-url redis://127.0.0.1:6379/0
+//	go run ./loadgen -url http://127.0.0.1:8000/mcp -token s3cret   # a running sidecar
 //
 // By default it starts the real sidecar handler (package sidecar,
 // stateless HTTP) on a loopback port, so client and server share the

@@ -2,8 +2,9 @@
 // already have: the server keeps its own tools, and the 21 tools of
 // package mcpadapter are mounted beside them under a prefix.
 //
-//	go run -C examples ./mount                          # stdio, memory store
-//	go run -C examples ./mount -store sqlite:state.db -http 127.0.0.1:8080
+//	cd examples   # a module of its own
+//	go run ./mount                          # stdio, memory store
+//	go run ./mount -store sqlite:state.db -http 127.0.0.1:8080
 package main
 
 import (
