@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,7 @@ import (
 
 var (
 	mu      sync.Mutex
-	vars    []string          // variables whose suites skipped, first skip first
+	vars    []string          // variables whose suites skipped
 	suiteOf map[string]string // variable -> what it runs ("PostgreSQL")
 )
 
@@ -57,6 +58,7 @@ func Line(pkg string) string {
 	if len(vars) == 0 {
 		return ""
 	}
+	vars := slices.Sorted(slices.Values(vars)) // the same line whatever order the tests ran in
 	whats := make([]string, len(vars))
 	for i, v := range vars {
 		whats[i] = suiteOf[v]
