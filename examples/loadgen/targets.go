@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -103,26 +104,40 @@ type inProcess struct {
 	url              string
 	dir              string
 	redisURL, prefix string
+	pgURL, schema    string
 }
 
 // startSidecar starts the real sidecar handler (package sidecar)
 // on backend, on a loopback listener. A SQLite file goes to a temporary
 // directory that close removes; Redis keys go under a prefix of their own
-// (redisstate's prefix parameter), which close deletes.
-func startSidecar(ctx context.Context, backend, redisURL string) (*inProcess, error) {
+// (redisstate's prefix parameter), which close deletes; PostgreSQL tables
+// go to a schema of their own (pgstate's schema parameter), which close
+// drops.
+func startSidecar(ctx context.Context, backend string, o options) (*inProcess, error) {
 	cfg := sidecar.Defaults()
 	cfg.Backend, cfg.Port = backend, 0
 	p := &inProcess{}
 	if backend == sidecar.BackendRedis {
-		u, err := url.Parse(redisURL)
+		u, err := url.Parse(o.redisURL)
 		if err != nil {
 			return nil, fmt.Errorf("-redis-url: %w", err)
 		}
-		p.redisURL, p.prefix = redisURL, fmt.Sprintf("loadgen-%d:", time.Now().UnixNano())
+		p.redisURL, p.prefix = o.redisURL, fmt.Sprintf("loadgen-%d:", time.Now().UnixNano())
 		q := u.Query()
 		q.Set("prefix", p.prefix)
 		u.RawQuery = q.Encode()
 		cfg.RedisURL = u.String()
+	}
+	if backend == sidecar.BackendPostgres {
+		u, err := url.Parse(o.postgresURL)
+		if err != nil {
+			return nil, fmt.Errorf("-postgres-url: %w", err)
+		}
+		p.pgURL, p.schema = o.postgresURL, fmt.Sprintf("loadgen_%d", time.Now().UnixNano())
+		q := u.Query()
+		q.Set("schema", p.schema)
+		u.RawQuery = q.Encode()
+		cfg.DatabaseURL = u.String()
 	}
 	if backend == sidecar.BackendSQLite {
 		dir, err := os.MkdirTemp("", "loadgen-")
@@ -140,7 +155,7 @@ func startSidecar(ctx context.Context, backend, redisURL string) (*inProcess, er
 	p.closeFn = func() error {
 		err := own.Stop()
 		p.removeDir()
-		return errors.Join(err, p.deleteRedisKeys())
+		return errors.Join(err, p.deleteRedisKeys(), p.dropSchema())
 	}
 	return p, nil
 }
@@ -154,6 +169,24 @@ func (p *inProcess) deleteRedisKeys() error {
 	}
 	if err := rediskeys.Delete(context.Background(), p.redisURL, p.prefix); err != nil {
 		return fmt.Errorf("cleaning Redis up: %w", err)
+	}
+	return nil
+}
+
+// dropSchema drops the run's PostgreSQL schema, which it created.
+func (p *inProcess) dropSchema() error {
+	if p.schema == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.pgURL)
+	if err != nil {
+		return fmt.Errorf("cleaning PostgreSQL up: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{p.schema}.Sanitize()+" CASCADE"); err != nil {
+		return fmt.Errorf("cleaning PostgreSQL up: %w", err)
 	}
 	return nil
 }
