@@ -11,20 +11,20 @@ import (
 	"github.com/statesidecar/state/backend"
 )
 
-// DefaultMaxBatch is how many claims, or lease calls, a driver sends in
-// one script call at most, unless Options.MaxBatch says otherwise.
+// DefaultMaxBatch is how many Gets, claims, or lease calls a driver sends
+// in one script call at most, unless Options.MaxBatch says otherwise.
 const DefaultMaxBatch = 16
 
-// DefaultSenders is how many script calls of one kind (claims, lease
-// calls) a driver has in flight at once, unless Options.Senders says
+// DefaultSenders is how many script calls of one kind (Gets, claims,
+// lease calls) a driver has in flight at once, unless Options.Senders says
 // otherwise.
 const DefaultSenders = 2
 
-// A batcher sends the calls of one kind (claims, lease calls) of one
-// namespace that wait at the same moment in one script call: the kind's
-// script takes any number of calls and decides them one after another,
-// in the order they were made, in one atomic step (lua/claim.lua,
-// lua/lease.lua). A call made alone is a batch of one, through the same
+// A batcher sends the calls of one kind (Gets, claims, lease calls) of
+// one namespace that wait at the same moment in one script call: the
+// kind's script takes any number of calls and serves them one after
+// another, in the order they were made, in one atomic step (lua/get.lua,
+// lua/claim.lua, lua/lease.lua). A call made alone is a batch of one, through the same
 // script. So concurrent callers share a round trip, the script's start
 // (which costs Redis more than a small command) and its reads and writes
 // of the namespace's counters, history list and channel.

@@ -11,6 +11,7 @@ import (
 	"github.com/statesidecar/state/backend"
 	"github.com/statesidecar/state/backend/backendtest"
 	"github.com/statesidecar/state/backend/redisstate"
+	"github.com/statesidecar/state/internal/layout"
 	"github.com/statesidecar/state/internal/redistest"
 	"github.com/statesidecar/state/statetest"
 )
@@ -276,4 +277,42 @@ func TestConformanceBatched(t *testing.T) {
 		})
 		return d
 	})
+}
+
+// TestGetsMadeTogetherGoInOneScriptCall reads a plain record, one with a
+// TTL (judged by Redis's clock, read once) and an absent one, together.
+func TestGetsMadeTogetherGoInOneScriptCall(t *testing.T) {
+	e := newBatchEnv(t)
+	st, err := state.New(e.d, &state.Options{SweepInterval: -1, Namespace: "gets"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Set(ctx, "plain", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Set(ctx, "ttl", 2, state.WithTTL(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]backend.Record, 3)
+	get := func(i int, key string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			var err error
+			recs[i], err = e.d.Get(ctx, "gets", layout.KV(key), time.Time{})
+			return err
+		}
+	}
+	errs, trips := e.together(t, get(0, "plain"), get(1, "ttl"), get(2, "absent"))
+	if !slices.Equal(trips, []string{"evalsha"}) {
+		t.Errorf("three Gets made together sent %v, want one script call", trips)
+	}
+	if errs[0] != nil || string(recs[0].Value) != "1" || !recs[0].ExpiresAt.IsZero() {
+		t.Errorf("plain: %+v, %v", recs[0], errs[0])
+	}
+	if errs[1] != nil || string(recs[1].Value) != "2" || recs[1].ExpiresAt.Before(time.Now().Add(50*time.Minute)) {
+		t.Errorf("ttl: %+v, %v", recs[1], errs[1])
+	}
+	if !errors.Is(errs[2], backend.ErrNotFound) {
+		t.Errorf("absent: %+v, %v; want ErrNotFound", recs[2], errs[2])
+	}
 }

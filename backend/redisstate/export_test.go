@@ -1,13 +1,15 @@
 package redisstate
 
-// Hold occupies every sender of d's claims and lease calls, so that the
+// Hold occupies every sender of d's Gets, claims and lease calls, so that the
 // calls made meanwhile queue. queued reports how many wait; release frees
 // the senders and sends what waits, before it returns.
 func Hold(d *Driver) (queued func() int, release func()) {
+	hold(d.gets)
 	hold(d.claims)
 	hold(d.leases)
-	queued = func() int { return waiting(d.claims) + waiting(d.leases) }
+	queued = func() int { return waiting(d.gets) + waiting(d.claims) + waiting(d.leases) }
 	release = func() {
+		free(d.gets)
 		free(d.claims)
 		free(d.leases)
 	}
