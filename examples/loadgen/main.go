@@ -52,6 +52,7 @@ type options struct {
 	cpuProfile       string
 	serverProfile    string
 	serve            string // the backend to serve (-serve, in a server process)
+	workload         string
 	separate         bool
 	backends         []string
 	clients          []int
@@ -79,6 +80,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		"with -<backend>-<round>.pprof appended")
 	fs.StringVar(&o.serve, serveFlag, "", "(internal) serve this backend on a loopback port, print its URL, and serve until stdin closes")
 	clients := fs.String("clients", "1,16,64", "numbers of concurrent clients, comma-separated")
+	fs.StringVar(&o.workload, "workload", workloadMixed, "mixed (state_set and state_get alternating) or set (state_set only)")
 	fs.DurationVar(&o.duration, "duration", 500*time.Millisecond, "measuring time per row")
 	fs.DurationVar(&o.warmup, "warmup", 100*time.Millisecond, "unmeasured time before each row")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (client and in-process sidecar) to this file")
@@ -110,6 +112,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.separate {
 		o.store = false // the Store lives in the server process
 	}
+	if o.workload != workloadMixed && o.workload != workloadSet {
+		return o, fmt.Errorf("-workload: %q is not mixed or set", o.workload)
+	}
 	if o.duration <= 0 || o.warmup < 0 || o.rounds < 1 {
 		return o, errors.New("-duration and -rounds must be positive and -warmup not negative")
 	}
@@ -136,8 +141,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fmt.Fprintf(stdout, "loadgen: %s, GOMAXPROCS=%d, %d CPUs; %v per row after %v warm-up; workload: state_set/state_get alternating\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), o.duration, o.warmup)
+	fmt.Fprintf(stdout, "loadgen: %s, GOMAXPROCS=%d, %d CPUs; %v per row after %v warm-up; workload: %s\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), o.duration, o.warmup, o.workload)
 	var rows []row
 	if o.url != "" {
 		for _, n := range o.clients {
@@ -175,7 +180,7 @@ func measureBackend(ctx context.Context, o options, b string, round int) ([]row,
 	for _, n := range o.clients {
 		var base *result
 		if o.store && p.sc != nil {
-			r := measure(ctx, n, o.warmup, o.duration, storeCaller(p.sc.Store()), nil)
+			r := measure(ctx, n, o.warmup, o.duration, storeCaller(p.sc.Store(), o.workload), nil)
 			base = &r
 			rows = append(rows, row{backend: b, clients: n, path: "store", r: r, round: round})
 		}
@@ -223,5 +228,5 @@ func measureMCP(ctx context.Context, o options, mcpURL string, n int, srvCPU fun
 		return result{}, err
 	}
 	defer closeAll()
-	return measure(ctx, n, o.warmup, o.duration, mcpCaller(clients), srvCPU), nil
+	return measure(ctx, n, o.warmup, o.duration, mcpCaller(clients, o.workload), srvCPU), nil
 }

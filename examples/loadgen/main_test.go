@@ -113,7 +113,7 @@ func TestRunAgainstURL(t *testing.T) {
 
 func TestParseRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"-clients", "0"}, {"-clients", "x"}, {"-backends", "mysql"}, {"-serve", "mysql"}, {"-duration", "0s"}, {"-rounds", "0"}, {"stray"},
+		{"-clients", "0"}, {"-clients", "x"}, {"-backends", "mysql"}, {"-serve", "mysql"}, {"-workload", "claims"}, {"-duration", "0s"}, {"-rounds", "0"}, {"stray"},
 	} {
 		if _, err := parse(args, io.Discard); err == nil {
 			t.Errorf("%v: want an error", args)

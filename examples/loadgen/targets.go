@@ -23,13 +23,31 @@ import (
 )
 
 // The workload: each worker alternates a write and a read of its own keys,
-// a small JSON object each time, so that workers do not contend on a key.
+// a small JSON object each time, so that workers do not contend on a key
+// (-workload mixed); or only writes (set), the n-th call then being made
+// as the mixed workload's 2n-th.
 func key(w, n int) string        { return fmt.Sprintf("loadgen/w%d/k%d", w, (n/2)%64) }
 func value(n int) map[string]any { return map[string]any{"n": n, "note": "loadgen"} }
 
+// Workloads: -workload's values.
+const (
+	workloadMixed = "mixed"
+	workloadSet   = "set"
+)
+
+// shape maps call n of a workload to the mixed workload's call, whose
+// parity says set (even) or get (odd).
+func shape(workload string, n int) int {
+	if workload == workloadSet {
+		return 2 * n
+	}
+	return n
+}
+
 // storeCaller calls the Store in-process: the baseline.
-func storeCaller(st *state.Store) caller {
+func storeCaller(st *state.Store, workload string) caller {
 	return func(ctx context.Context, w, n int) error {
+		n = shape(workload, n)
 		if n%2 == 0 {
 			_, err := st.Set(ctx, key(w, n), value(n))
 			return err
@@ -40,8 +58,9 @@ func storeCaller(st *state.Store) caller {
 }
 
 // mcpCaller makes the same calls as tools over MCP, worker w on clients[w].
-func mcpCaller(clients []*client.Client) caller {
+func mcpCaller(clients []*client.Client, workload string) caller {
 	return func(ctx context.Context, w, n int) error {
+		n = shape(workload, n)
 		var req mcp.CallToolRequest
 		if n%2 == 0 {
 			req.Params.Name, req.Params.Arguments = "state_set", map[string]any{"key": key(w, n), "value": value(n)}
