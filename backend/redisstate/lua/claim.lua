@@ -80,24 +80,34 @@ local function put(k, v)
   cur[k] = v
   if not dirty[k] then dirty[k] = true; order[#order + 1] = k end
 end
--- rec.lua's put of a counter record (no writer, never expires) holding
--- one more than the record at counter key ck.
+-- A counter (the claimed runs', a parent's claimed children) bumped by
+-- claims of the batch: rec.lua's put of a counter record (no writer, never
+-- expires) holding one more than the record at counter key ck, once per
+-- claim but packed once, at the end, with the revision of its last bump.
+local cnt, corder = {}, {} -- counter key -> {count, create revision, revision}
 local function bump(ck)
-  local c = cur[ck]
-  if c == nil then c = redis.call('GET', ck) end
-  local n1, cc = 1, rev
+  local c = cnt[ck]
   if c then
-    local _, c0, _, cx0 = struct.unpack('<i8i8i8i8', c)
-    if cx0 == 0 or cx0 > now then n1, cc = (tonumber(string.sub(c, 37)) or 0) + 1, c0 end
+    c[1], c[3] = c[1] + 1, rev
+    return
+  end
+  local r = cur[ck]
+  if r == nil then r = redis.call('GET', ck) end
+  local n1, cc = 1, rev
+  if r then
+    local _, c0, _, cx0 = struct.unpack('<i8i8i8i8', r)
+    if cx0 == 0 or cx0 > now then n1, cc = (tonumber(string.sub(r, 37)) or 0) + 1, c0 end
     if cx0 ~= 0 then zrem[#zrem + 1] = string.sub(ck, #B + 4) end
   else
     zidx[#zidx + 1] = '0'
     zidx[#zidx + 1] = string.sub(ck, #B + 4)
   end
-  put(ck, struct.pack('<i8i8i8i8i4', rev, cc, now, 0, 0) .. string.format('%d', n1))
+  cnt[ck] = {n1, cc, rev}
+  corder[#corder + 1] = ck
 end
 
 local RUN = '<Bi8i8i8i8i8Bc0Bc0i4c0i4c0'
+local REC = '<i8i8i8i8i4' .. RUN -- the record: its header, then the run
 local function claim(RK, id, agent, ttl, aj)
   local r = cur[RK]
   if not r then return '10' .. nowp end
@@ -134,12 +144,12 @@ local function claim(RK, id, agent, ttl, aj)
   local rr, tail = nil, string.sub(r, tp)
   if held then
     -- A heartbeat extends the claim and changes nothing else.
-    rr = struct.pack('<i8i8i8i8i4' .. RUN, rev, rc, now, 0, 0, 1, att, fence, upd, now + ttl, ttl,
+    rr = struct.pack(REC, rev, rc, now, 0, 0, 1, att, fence, upd, now + ttl, ttl,
       #st, st, #ls, ls, #ag, ag, #par, par) .. tail
   else
     value = '{"status":"' .. nst .. '","agent_id":' .. aj ..
       string.format(',"attempt":%d,"fence":%d,"last_step":', att + 1, fence + 1) .. ls .. '}'
-    rr = struct.pack('<i8i8i8i8i4' .. RUN, rev, rc, now, 0, 0, 1, att + 1, fence + 1, now, now + ttl, ttl,
+    rr = struct.pack(REC, rev, rc, now, 0, 0, 1, att + 1, fence + 1, now, now + ttl, ttl,
       #nst, nst, #ls, ls, #aj, aj, #par, par) .. tail
   end
   if rx ~= 0 then zrem[#zrem + 1] = '$RunPrefix' .. id end
@@ -165,6 +175,11 @@ local w = {}
 for _, k in ipairs(order) do
   w[#w + 1] = k
   w[#w + 1] = cur[k]
+end
+for _, ck in ipairs(corder) do
+  local c = cnt[ck]
+  w[#w + 1] = ck
+  w[#w + 1] = struct.pack('<i8i8i8i8i4', c[3], c[2], now, 0, 0) .. string.format('%d', c[1])
 end
 w[#w + 1] = REV
 w[#w + 1] = string.format('%d', rev)
