@@ -30,6 +30,8 @@ type Sidecar struct {
 	mcp      *server.MCPServer
 	mcpHTTP  *server.StreamableHTTPServer
 	sessions *sessions // stateful HTTP only
+	admit    *admission
+	conns    *connTracker
 	tasks    *mcptasks.Tasks
 	handler  http.Handler
 	draining atomic.Bool
@@ -81,8 +83,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		_ = s.store.Close()
 		return nil, err
 	}
+	s.admit = newAdmission(cfg.Fair, s.metrics.reg)
+	s.conns = newConnTracker(cfg, s.metrics.reg)
 	if cfg.Stateful {
-		s.sessions = newSessions(cfg.MaxSessions)
+		s.sessions = newSessions(cfg.MaxSessions, s.admit.endSession)
 		s.metrics.watchSessions(s.sessions.count)
 	}
 	s.mcpHTTP = server.NewStreamableHTTPServer(s.mcp, s.httpOptions()...)
