@@ -169,20 +169,21 @@ func (t *connTracker) add(c net.Conn) *trackedConn {
 }
 
 // pick returns the connection to close to make room, or nil: an idle one,
-// or a silent new one that has not authenticated; unauthenticated first,
-// then idle before silent, then the oldest. t.mu is held.
+// or an unauthenticated new one silent for silentAge; unauthenticated
+// first, then idle before silent, then the oldest. t.mu is held.
 func (t *connTracker) pick(unauthOnly bool, except *trackedConn) *trackedConn {
 	var best *trackedConn
 	rank := func(c *trackedConn) int {
 		r := 0
-		if c.authed.Load() {
+		if c.state == http.StateNew {
 			r += 2
 		}
-		if c.state == http.StateNew {
+		if c.authed.Load() {
 			r++
 		}
 		return r
 	}
+	silentSince := time.Now().Add(-silentAge)
 	for c := range t.conns {
 		if c == except || c.evicted {
 			continue
@@ -191,7 +192,13 @@ func (t *connTracker) pick(unauthOnly bool, except *trackedConn) *trackedConn {
 		if unauthOnly && authed {
 			continue
 		}
-		if c.state != http.StateIdle && (c.state != http.StateNew || authed) {
+		switch c.state {
+		case http.StateIdle:
+		case http.StateNew:
+			if authed || c.since.After(silentSince) {
+				continue // a client that connected just now is sending its request
+			}
+		default:
 			continue
 		}
 		if best == nil || rank(c) < rank(best) || (rank(c) == rank(best) && c.since.Before(best.since)) {
@@ -203,6 +210,10 @@ func (t *connTracker) pick(unauthOnly bool, except *trackedConn) *trackedConn {
 	}
 	return best
 }
+
+// silentAge is how long a new connection may stay silent before it may be
+// closed to make room.
+const silentAge = time.Second
 
 // evict closes c early.
 func (t *connTracker) evict(c *trackedConn, reason string) {
