@@ -50,8 +50,6 @@ func TestBadArguments(t *testing.T) {
 		{"state_set", `{"key":"k","value":1,"if_version":-1}`, "if_version must be >= 0, got -1"},
 		{"state_set", `{"key":"k","value":1,"if_version":1.5}`, "if_version must be an integer, got 1.5"},
 		{"state_set", `{"key":"k","value":1,"if_version":99999999999999999999}`, "if_version is out of range, got 99999999999999999999"},
-		{"state_set", `{"key":"k","value":1,"if_version":1e999999}`, "if_version is out of range, got 1e999999"},
-		{"state_set", `{"key":"k","value":1,"if_version":1e-999999}`, "if_version must be an integer, got 1e-999999"},
 		{"workflow_checkpoint", `{` + run + `,"step":1.5,"output":1}`, "step must be an integer, got 1.5"},
 		{"workflow_checkpoint", `{` + run + `,"step":-1,"output":1}`, "step must be >= 0, got -1"},
 		{"workflow_checkpoint", `{` + run + `,"step":9007199254740993,"output":1}`, "step must be between 0 and 2^53, got 9007199254740993"},
