@@ -52,7 +52,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 	for _, w := range cfg.warnings {
 		log.Warn("setting ignored", "why", w)
 	}
-	s := &Sidecar{cfg: cfg, log: log, metrics: NewMetrics()}
+	s := &Sidecar{cfg: cfg, metrics: NewMetrics()}
+	s.log = limitLogs(log, s.metrics.reg) // logs.go: a flood logs a bounded number of lines
+	log = s.log
 	s.hardStop, s.hardCancel = context.WithCancel(context.Background())
 	s.store, err = state.DefaultURLMux().Open(ctx, u, s.storeOptions())
 	if errors.Is(err, sqlitestate.ErrPythonDatabase) {
