@@ -178,4 +178,3 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	i := min(int(q*float64(len(s))), len(s)-1)
 	return s[i]
 }
-
