@@ -142,10 +142,15 @@ func flood(ctx context.Context, baseURL, token string, workers, waiters int, st 
 
 // victimLoad makes calls calls of tenant B, alternately state_set and
 // state_get, each of which must succeed, and returns their latencies.
+// Tenant B stays within its rate: a call every 5 ms at most.
 func victimLoad(t *testing.T, hc *http.Client, baseURL, phase string, calls int) []time.Duration {
 	t.Helper()
 	out := make([]time.Duration, 0, calls)
+	// A well-behaved tenant: 200 calls a second at most, half its rate.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for i := range calls {
+		<-tick.C
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"state_set","arguments":{"key":"b%d","value":%d}}}`, i, i%10, i)
 		if i%2 == 1 {
 			body = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"state_get","arguments":{"key":"b%d"}}}`, i, i%10)
