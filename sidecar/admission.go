@@ -347,6 +347,38 @@ func (a *admission) admit(key string, k requestKind) (release func(), ref *refus
 	}, nil
 }
 
+// precheck refuses, before its body is read, a request of tenant key that
+// would be refused whatever it is: the tenant is over its rate, or at both
+// its request and its long-poll limits. (A flooding tenant then costs its
+// headers, not its bodies.) It takes nothing: admit decides the rest.
+func (a *admission) precheck(key string) *refusal {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.tenants[key]
+	if t == nil {
+		return nil
+	}
+	var ref *refusal
+	switch {
+	case a.cfg.MaxConcurrentRequests > 0 && t.inFlight >= a.cfg.MaxConcurrentRequests &&
+		a.cfg.MaxLongPolls > 0 && t.longPolls >= a.cfg.MaxLongPolls:
+		ref = &refusal{limitConcurrency, time.Second,
+			fmt.Sprintf("too many requests in flight: this tenant may have %d at once, and %d long-polls",
+				a.cfg.MaxConcurrentRequests, a.cfg.MaxLongPolls)}
+	case t.limiter != nil:
+		now := a.now()
+		if tokens := t.limiter.TokensAt(now); tokens < 1 {
+			d := time.Duration((1 - tokens) / float64(t.limiter.Limit()) * float64(time.Second))
+			ref = &refusal{limitRate, d,
+				fmt.Sprintf("request rate above this tenant's limit of %g per second", a.cfg.Rate)}
+		}
+	}
+	if ref != nil {
+		a.refused.WithLabelValues(ref.limit).Inc()
+	}
+	return ref
+}
+
 // reserveSession counts a new session of tenant key, or refuses it.
 func (a *admission) reserveSession(key string) *refusal {
 	a.mu.Lock()

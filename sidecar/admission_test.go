@@ -176,3 +176,38 @@ func TestTenantOf(t *testing.T) {
 		t.Errorf("tenant of the default namespace's token: %q", got)
 	}
 }
+
+// precheck refuses from the headers a tenant that would be refused
+// whatever its request is, and no other.
+func TestAdmissionPrecheck(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	a := newAdmission(FairConfig{MaxConcurrentRequests: 1, MaxLongPolls: 1, Rate: 10, Burst: 3}, prometheus.NewRegistry())
+	a.now = func() time.Time { return now }
+	if ref := a.precheck("a"); ref != nil {
+		t.Fatalf("a new tenant: %+v", ref)
+	}
+	relReq, _ := a.admit("a", kindOther)
+	if ref := a.precheck("a"); ref != nil {
+		t.Fatalf("a tenant with a long-poll to spare: %+v", ref)
+	}
+	relPoll, _ := a.admit("a", kindLongPoll)
+	if ref := a.precheck("a"); ref == nil || ref.limit != limitConcurrency {
+		t.Fatalf("a tenant at both limits: %+v", ref)
+	}
+	relReq()
+	relPoll()
+	if rel, ref := a.admit("a", kindOther); ref != nil {
+		t.Fatalf("the 3rd request within the burst of 3: %+v", ref)
+	} else {
+		rel()
+	}
+	if _, ref := a.admit("a", kindOther); ref == nil || ref.limit != limitRate {
+		t.Fatalf("the 4th request beyond the burst of 3: %+v", ref)
+	}
+	if ref := a.precheck("a"); ref == nil || ref.limit != limitRate || ref.retryAfter <= 0 {
+		t.Fatalf("a tenant over its rate: %+v", ref)
+	}
+	if ref := a.precheck("b"); ref != nil {
+		t.Fatalf("another tenant: %+v", ref)
+	}
+}

@@ -80,6 +80,12 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		tenant := s.tenantOf(r)
+		if ref := s.admit.precheck(tenant); ref != nil {
+			refuseBody(w)
+			refuse(w, decoded{}, ref)
+			return
+		}
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
 		body, err := readAll(w, r.Body, r.ContentLength, s.cfg.MaxRequestBytes)
@@ -100,7 +106,6 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 		_ = rc.SetReadDeadline(time.Time{})
 		body = mcpadapter.PrepareMessage(body)
 		d := decodeRequest(body)
-		tenant := s.tenantOf(r)
 		release, ref := s.admit.admit(tenant, d.kind)
 		if ref != nil {
 			refuse(w, d, ref)
