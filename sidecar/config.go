@@ -118,6 +118,8 @@ type Config struct {
 	// without a request (a session with an open GET stream is kept alive by
 	// heartbeats).
 	SessionIdleTimeout time.Duration
+	// Fair is each tenant's share of the HTTP server (admission.go).
+	Fair FairConfig
 
 	// Tasks configures durable MCP tasks (tasks.go).
 	Tasks TaskConfig
@@ -173,6 +175,7 @@ func Defaults() Config {
 		MaxSessions:           1000,
 		SessionIdleTimeout:    5 * time.Minute,
 
+		Fair:  DefaultFairConfig(),
 		Tasks: DefaultTaskConfig(),
 
 		ShutdownTimeout: 25 * time.Second,
