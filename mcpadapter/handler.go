@@ -108,6 +108,9 @@ func (t *tool) handler(st *state.Store, o *Options, name string, tr *tracing) se
 
 // call runs the tool and returns its encoded result.
 func (t *tool) call(ctx context.Context, st *state.Store, o *Options, req mcp.CallToolRequest) ([]byte, error) {
+	if err := o.authorize(ctx, t.name, accessOf(t)); err != nil {
+		return nil, err
+	}
 	raw, err := rawArguments(req)
 	if err != nil {
 		return nil, err

@@ -108,6 +108,8 @@ func outcome(err error) string {
 		return "closed"
 	case errors.Is(err, errResetDisabled):
 		return "reset_disabled"
+	case errors.Is(err, ErrForbidden):
+		return "forbidden"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
 	case errors.Is(err, context.Canceled):
