@@ -84,7 +84,9 @@ type callerKey struct{}
 // calls made with it. Authentication middleware sets it per request. With a
 // caller, a tool call is allowed only if Options.Authorize allows it or,
 // without Authorize, if the caller's Access covers the tool's; without a
-// caller every call is allowed (a host that authenticates nobody).
+// caller every call is allowed (a host that authenticates nobody). The
+// history entries a call writes record the caller's Principal
+// (state.WithPrincipal), unless ctx names a principal already.
 func WithCaller(ctx context.Context, c Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
 }

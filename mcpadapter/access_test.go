@@ -179,3 +179,15 @@ func TestAuthorizeHook(t *testing.T) {
 		t.Fatal("DeniedError does not wrap ErrForbidden")
 	}
 }
+
+func TestCallerPrincipalInHistory(t *testing.T) {
+	m, _, _ := newClient(t, nil)
+	ctx := mcpadapter.WithCaller(t.Context(), mcpadapter.Caller{Principal: "alice@example.com", Access: mcpadapter.AccessWrite})
+	m.okCtx(ctx, "state_set", `{"key":"k","value":1,"agent_id":"planner-1"}`)
+	m.ok("state_set", `{"key":"k","value":2,"agent_id":"planner-2"}`) // no caller: no principal
+	got := m.ok("history_log", `{"key":"k"}`)
+	if !strings.Contains(got, `"agent_id":"planner-2","written_at":`) || !strings.Contains(got, `"op":"kv.set"}`) ||
+		!strings.Contains(got, `"agent_id":"planner-1","written_at":`) || !strings.Contains(got, `"op":"kv.set","principal":"alice@example.com"}`) {
+		t.Fatalf("history_log = %s", got)
+	}
+}

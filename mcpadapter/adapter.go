@@ -40,7 +40,9 @@ type Options struct {
 	// OpenTelemetry's MCP conventions (mcp.method.name, gen_ai.tool.name,
 	// gen_ai.operation.name, and error.type "tool_error" with an error
 	// status for a tool error) and state.namespace and state.outcome ("ok",
-	// or the kind of error: not_found, conflict, invalid_argument...). No
+	// or the kind of error: not_found, conflict, invalid_argument,
+	// forbidden...), and, for a call with a Caller, user.id (its principal)
+	// and state.access. No
 	// argument or result is recorded. The parent is the trace context in
 	// the call's params._meta (traceparent, tracestate, baggage) if any,
 	// with the span context in the call's context as a link; else the span

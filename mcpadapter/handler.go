@@ -111,6 +111,11 @@ func (t *tool) call(ctx context.Context, st *state.Store, o *Options, req mcp.Ca
 	if err := o.authorize(ctx, t.name, accessOf(t)); err != nil {
 		return nil, err
 	}
+	if c, ok := CallerFrom(ctx); ok && c.Principal != "" {
+		if _, set := state.PrincipalFrom(ctx); !set {
+			ctx = state.WithPrincipal(ctx, c.Principal) // history records who
+		}
+	}
 	raw, err := rawArguments(req)
 	if err != nil {
 		return nil, err
