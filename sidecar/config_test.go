@@ -70,7 +70,7 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 	want := Config{Backend: "memory", DBPath: "/tmp/x.db", SQLiteLockTimeout: 2500 * time.Millisecond,
 		RedisURL: "rediss://r:6380/1", DatabaseURL: "postgresql://u:p@db:5432/agents?schema=s",
 		S3URL: "s3://agents/team-a?region=eu-west-1", StateDir: "/tmp/state-dir", Host: "::1", Port: 9000,
-		Transport: "stdio", Stateful: true, Tokens: []Token{{"a", "one"}, {"b", ""}}, AllowInsecure: true,
+		Transport: "stdio", Stateful: true, Tokens: []Token{{Secret: "a", Namespace: "one"}, {Secret: "b", Namespace: ""}}, AllowInsecure: true,
 		AllowReset: true, ClaimTTL: 1500 * time.Millisecond, IdempotencyWindow: time.Hour, HistoryMaxAge: 0, HistoryMaxEvents: 0, SweepInterval: 0,
 		SweepGrace: 5 * time.Second, Limits: state.Limits{MaxKeyBytes: 64, MaxIDBytes: 32, MaxValueBytes: 4096, MaxTags: 4, MaxBatch: 1000},
 		RequestTimeout: 7 * time.Second, ReadTimeout: 3 * time.Second, MaxRequestBytes: 65536, MaxConnections: 10,
@@ -96,7 +96,7 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.Backend, want.Port, want.Transport, want.Stateful, want.AllowReset, want.AllowInsecure = "redis", 0, "http", false, false, false
-	want.Tokens, want.ClaimTTL, want.Host, want.DBPath, want.HistoryMaxEvents, want.Limits.MaxTags = []Token{{"z", ""}}, time.Minute, "::1", "rel.db", 7, 9
+	want.Tokens, want.ClaimTTL, want.Host, want.DBPath, want.HistoryMaxEvents, want.Limits.MaxTags = []Token{{Secret: "z", Namespace: ""}}, time.Minute, "::1", "rel.db", 7, 9
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("flags must override the environment:\n got %+v\nwant %+v", c, want)
 	}
@@ -241,18 +241,20 @@ func TestReadmeListsEverySetting(t *testing.T) {
 }
 
 func TestParseTokens(t *testing.T) {
-	got, err := ParseTokens(" alpha:team-a , ,beta, with:colon:ns_2 ")
+	got, err := ParseTokens(" alpha:team-a , ,beta, with:colon:ns_2 , gamma:team-c|state:read, delta|state:read+state:write ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Token{{"alpha", "team-a"}, {"beta", ""}, {"with:colon", "ns_2"}}
-	if !slices.Equal(got, want) {
+	want := []Token{{Secret: "alpha", Namespace: "team-a"}, {Secret: "beta", Namespace: ""}, {Secret: "with:colon", Namespace: "ns_2"},
+		{Secret: "gamma", Namespace: "team-c", Scopes: []string{"state:read"}},
+		{Secret: "delta", Scopes: []string{"state:read", "state:write"}}}
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if s := (Token{"secret", "ns"}).String(); strings.Contains(s, "secret") {
+	if s := (Token{Secret: "secret", Namespace: "ns"}).String(); strings.Contains(s, "secret") {
 		t.Errorf("Token.String must hide the secret: %q", s)
 	}
-	for _, bad := range []string{":ns", "a:", "x,x"} {
+	for _, bad := range []string{":ns", "a:", "x,x", "a|", "a:ns| + "} {
 		if _, err := ParseTokens(bad); err == nil {
 			t.Errorf("ParseTokens(%q): want an error", bad)
 		}
@@ -276,7 +278,7 @@ func TestCheckProtected(t *testing.T) {
 		{"::", nil, false, true},
 		{"10.1.2.3", nil, false, true},
 		{"sidecar.internal", nil, false, true},
-		{"0.0.0.0", []Token{{"t", ""}}, false, false},
+		{"0.0.0.0", []Token{{Secret: "t", Namespace: ""}}, false, false},
 		{"0.0.0.0", nil, true, false},
 	} {
 		c := Defaults()
