@@ -59,7 +59,11 @@ var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR
 	"SIDECAR_SHUTDOWN_TIMEOUT_SECONDS", "3", "SIDECAR_LOG_LEVEL", "debug", "SIDECAR_LOG_FORMAT", "json",
 	// --- tasks (tasks.go) ---
 	"SIDECAR_TASKS", "false", "SIDECAR_TASK_TTL_SECONDS", "60", "SIDECAR_TASK_MAX_TTL_SECONDS", "120",
-	"SIDECAR_TASK_MAX_LIVE", "7", "SIDECAR_TASK_CLAIM_TTL_SECONDS", "2"}
+	"SIDECAR_TASK_MAX_LIVE", "7", "SIDECAR_TASK_CLAIM_TTL_SECONDS", "2",
+	// --- auth (auth.go) ---
+	"SIDECAR_OAUTH_ISSUER", "https://idp.example.com", "SIDECAR_OAUTH_AUDIENCE", "https://state.example.com/mcp",
+	"SIDECAR_OAUTH_TENANT_CLAIM", "org", "SIDECAR_OAUTH_SUBJECT_CLAIM", "client_id", "SIDECAR_OAUTH_SCOPES", "r, w,a",
+	"SIDECAR_ACCESS_LOG", "true"}
 
 func TestLoadEnvironmentThenFlags(t *testing.T) {
 	e := env(every...)
@@ -76,7 +80,9 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 		RequestTimeout: 7 * time.Second, ReadTimeout: 3 * time.Second, MaxRequestBytes: 65536, MaxConnections: 10,
 		MaxConcurrentRequests: 5, MaxSessions: 20, SessionIdleTimeout: 30 * time.Second,
 		Tasks:           TaskConfig{DefaultTTL: time.Minute, MaxTTL: 2 * time.Minute, MaxLive: 7, ClaimTTL: 2 * time.Second},
-		ShutdownTimeout: 3 * time.Second, LogLevel: slog.LevelDebug, LogFormat: "json"}
+		ShutdownTimeout: 3 * time.Second, LogLevel: slog.LevelDebug, LogFormat: "json",
+		OAuth: OAuthConfig{Issuer: "https://idp.example.com", Audience: "https://state.example.com/mcp", TenantClaim: "org", SubjectClaim: "client_id"},
+		Scopes: ScopeNames{Read: "r", Write: "w", Admin: "a"}, AccessLog: true}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("from the environment:\n got %+v\nwant %+v", c, want)
 	}
@@ -331,5 +337,30 @@ func TestStoreURL(t *testing.T) {
 	c.Backend, c.RedisURL = BackendRedis, "redis://h:1/2"
 	if u, _ := c.StoreURL(); u != "redis://h:1/2" {
 		t.Errorf("redis: %q", u)
+	}
+}
+
+func TestAuthSettingsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"SIDECAR_OAUTH_ISSUER", "https://idp.example.com"}, "needs SIDECAR_OAUTH_AUDIENCE"},
+		{[]string{"SIDECAR_OAUTH_AUDIENCE", "https://s.example/mcp"}, "need SIDECAR_OAUTH_ISSUER"},
+		{[]string{"SIDECAR_AUTH_TOKENS", "t|state:wrtie"}, `unknown scope "state:wrtie"`},
+		{[]string{"SIDECAR_AUTH_TOKENS", "t|admin", "SIDECAR_OAUTH_SCOPES", "read,write,admin"}, ""},
+		{[]string{"SIDECAR_OAUTH_SCOPES", "a,b"}, "three scope names"},
+		{[]string{"SIDECAR_OAUTH_SCOPES", "a,a,b"}, "must differ"},
+	} {
+		_, err := Load(nil, env(tc.env...), io.Discard)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.env, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want ErrConfig saying %q", tc.env, err, tc.want)
+		}
 	}
 }
