@@ -81,7 +81,7 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 		MaxConcurrentRequests: 5, MaxSessions: 20, SessionIdleTimeout: 30 * time.Second,
 		Tasks:           TaskConfig{DefaultTTL: time.Minute, MaxTTL: 2 * time.Minute, MaxLive: 7, ClaimTTL: 2 * time.Second},
 		ShutdownTimeout: 3 * time.Second, LogLevel: slog.LevelDebug, LogFormat: "json",
-		OAuth: OAuthConfig{Issuer: "https://idp.example.com", Audience: "https://state.example.com/mcp", TenantClaim: "org", SubjectClaim: "client_id"},
+		OAuth:  OAuthConfig{Issuer: "https://idp.example.com", Audience: "https://state.example.com/mcp", TenantClaim: "org", SubjectClaim: "client_id"},
 		Scopes: ScopeNames{Read: "r", Write: "w", Admin: "a"}, AccessLog: true}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("from the environment:\n got %+v\nwant %+v", c, want)
