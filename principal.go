@@ -17,7 +17,7 @@ type principalKey struct{}
 //
 // Writes made with a principal take the portable path of ClaimRun and the
 // lease methods rather than a backend's native one, whose history entries
-// could not carry it.
+// could not carry it. A key-value entry written with one records it too.
 func WithPrincipal(ctx context.Context, p string) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
@@ -80,8 +80,12 @@ func withPrincipal(ctx context.Context, txn *backend.Txn) *backend.Txn {
 		c.Events[i] = e
 	}
 	// A Set's event has its Op's writer (backend.IntentSet), which drivers'
-	// fast paths rely on: this one takes the generic commit.
-	c.Intent = backend.IntentAny
+	// fast paths rely on: the entry records the principal too (entryOf
+	// reads the agent id alone back).
+	if c.Intent == backend.IntentSet && len(c.Then) == 1 {
+		c.Then = []backend.Op{c.Then[0]}
+		c.Then[0].Writer = c.Events[0].Writer
+	}
 	return &c
 }
 

@@ -73,10 +73,17 @@ func TestPrincipalInHistory(t *testing.T) {
 				t.Errorf("no %s entry with the principal in %v", op, ops)
 			}
 		}
-		// The lease and the claim read back with the agent id alone.
+		// The entry, the lease and the claim read back with the agent id alone.
 		r, err := st.GetRun(t.Context(), run.ID)
 		if err != nil || r.AgentID != "agent-7" {
 			t.Errorf("run's agent id = %q, %v", r.AgentID, err)
+		}
+		must(st.Set(ctx, "k2", 2, state.WithAgent("agent-7")))
+		if e, err := st.Get(t.Context(), "k2"); err != nil || e.AgentID != "agent-7" {
+			t.Errorf("entry's agent id = %q, %v", e.AgentID, err)
+		}
+		if e, err := st.Get(t.Context(), "plain"); err != nil || e.AgentID != "agent-8\x1fmallory" {
+			t.Errorf("entry's agent id = %q, %v", e.AgentID, err)
 		}
 	})
 }
