@@ -28,6 +28,15 @@ type keySet struct {
 	keys    []jose.JSONWebKey
 	fetched time.Time // of the last successful fetch
 	tried   time.Time // of the last fetch, successful or not
+	gen     uint64    // counts successful fetches
+}
+
+// generation returns the number of successful fetches so far: a result
+// verified under an older generation may rest on a key since withdrawn.
+func (ks *keySet) generation() uint64 {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	return ks.gen
 }
 
 func newKeySet(url string, cfg *Config) *keySet {
@@ -173,6 +182,7 @@ func (ks *keySet) fetch() ([]jose.JSONWebKey, error) {
 	}
 	ks.mu.Lock()
 	ks.keys, ks.fetched = keys, ks.cfg.Now()
+	ks.gen++
 	ks.mu.Unlock()
 	return keys, nil
 }

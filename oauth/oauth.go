@@ -20,6 +20,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -112,6 +114,53 @@ type Verifier struct {
 	verifier *oidc.IDTokenVerifier
 	keys     *keySet
 	jwksURL  string
+	cache    verified
+}
+
+// verified remembers the claims of tokens verified recently, by digest, so
+// that a client sending the same token with every request pays for one
+// signature check, not one per request. An entry lasts until the token's
+// exp, at most maxCacheAge, and only while the key set it was verified
+// under is current: a refetched JWKS (a rotation, a withdrawn key) empties
+// it.
+type verified struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[[sha256.Size]byte]cachedClaims
+}
+
+type cachedClaims struct {
+	claims *Claims
+	until  time.Time
+}
+
+// Bounds of the cache of verified tokens.
+const (
+	maxCacheAge     = time.Minute
+	maxCacheEntries = 10_000
+)
+
+func (c *verified) get(d [sha256.Size]byte, gen uint64, now time.Time) (*Claims, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[d]
+	if !ok || c.gen != gen || !now.Before(e.until) {
+		return nil, false
+	}
+	cl := *e.claims
+	cl.Scopes = slices.Clone(cl.Scopes)
+	return &cl, true
+}
+
+func (c *verified) put(d [sha256.Size]byte, gen uint64, cl *Claims, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || c.gen != gen || len(c.m) >= maxCacheEntries {
+		c.m, c.gen = map[[sha256.Size]byte]cachedClaims{}, gen
+	}
+	cp := *cl
+	cp.Scopes = slices.Clone(cl.Scopes)
+	c.m[d] = cachedClaims{claims: &cp, until: until}
 }
 
 // New discovers cfg.Issuer's configuration and returns a Verifier for it.
@@ -234,6 +283,29 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 	if strings.Count(raw, ".") != 2 {
 		return nil, fmt.Errorf("%w: not a JWT", ErrInvalidToken)
 	}
+	d, gen, now := sha256.Sum256([]byte(raw)), v.keys.generation(), v.cfg.Now()
+	if cl, ok := v.cache.get(d, gen, now); ok {
+		return cl, nil
+	}
+	cl, err := v.verify(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	if gen == v.keys.generation() { // else verified with keys fetched since: next time
+		v.cache.put(d, gen, cl, minTime(cl.Expiry, now.Add(maxCacheAge)))
+	}
+	return cl, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// verify checks raw with the issuer's keys.
+func (v *Verifier) verify(ctx context.Context, raw string) (*Claims, error) {
 	tok, err := v.verifier.Verify(ctx, raw)
 	if err != nil {
 		var expired *oidc.TokenExpiredError
