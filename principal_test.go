@@ -97,3 +97,33 @@ func ExampleWithPrincipal() {
 	fmt.Println(evs[0].Op, evs[0].AgentID, evs[0].Principal)
 	// Output: kv.set planner-1 alice@example.com
 }
+
+// BenchmarkPrincipalClaim compares a heartbeat claim with and without a
+// principal on each backend: with one, Redis and PostgreSQL take the
+// portable path instead of their native claim.
+func BenchmarkPrincipalClaim(b *testing.B) {
+	for _, name := range storetest.Names {
+		bk := storetest.New(b, name)
+		if bk.Skip != "" {
+			continue
+		}
+		st := storetest.Open(b, bk.URL, nil)
+		for _, mode := range []string{"plain", "principal"} {
+			b.Run(name+"/"+mode, func(b *testing.B) {
+				ctx := b.Context()
+				if mode == "principal" {
+					ctx = state.WithPrincipal(ctx, "alice")
+				}
+				run, err := st.CreateRun(ctx, "r", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if _, err := st.ClaimRun(ctx, run.ID, "agent"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
