@@ -364,3 +364,17 @@ func TestAuthSettingsChecked(t *testing.T) {
 		}
 	}
 }
+
+// An OAuth issuer authenticates as tokens do: protected mode lets it bind
+// any address, and its refusal names it.
+func TestCheckProtectedOAuth(t *testing.T) {
+	c := Defaults()
+	c.Host = "0.0.0.0"
+	if err := c.CheckProtected(); err == nil || !strings.Contains(err.Error(), "SIDECAR_OAUTH_ISSUER") {
+		t.Fatalf("without authentication: %v", err)
+	}
+	c.OAuth = OAuthConfig{Issuer: "https://idp.example.com", Audience: "https://s.example.com/mcp"}
+	if err := c.CheckProtected(); err != nil {
+		t.Fatalf("with OAuth: %v", err)
+	}
+}
