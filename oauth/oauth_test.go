@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -289,5 +290,38 @@ func BenchmarkVerify(b *testing.B) {
 		if _, err := v.Verify(context.Background(), tok); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestVerifyConcurrent: goroutines released together verify tokens while
+// the issuer rotates its key; every valid token is accepted (run with
+// -race).
+func TestVerifyConcurrent(t *testing.T) {
+	p := start(t)
+	c := &clock{}
+	v := newVerifier(t, p, c, func(cfg *oauth.Config) { cfg.MinRefreshInterval = -1 })
+	toks := []string{p.MustToken(t, "reader", "r-secret"), p.MustToken(t, "writer", "w-secret")}
+	p.Rotate(t, false)
+	toks = append(toks, p.MustToken(t, "reader", "r-secret"))
+	start := make(chan struct{})
+	errs := make(chan error, 8*20)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range 20 {
+				if _, err := v.Verify(context.Background(), toks[(g+i)%len(toks)]); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
