@@ -16,6 +16,8 @@ import (
 
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend"
+	"github.com/statesidecar/state/backend/backendtest"
+	"github.com/statesidecar/state/backend/memstate"
 	"github.com/statesidecar/state/backend/sqlitestate"
 	"github.com/statesidecar/state/encryption"
 )
@@ -654,4 +656,28 @@ func TestKeyURLs(t *testing.T) {
 	if pt, err := fromURL.DecryptWithContext(ctx, ct, []byte("ad")); err != nil || string(pt) != "x" {
 		t.Errorf("the same key from a file and a URL do not agree: %q, %v", pt, err)
 	}
+}
+
+func TestConformanceEncrypted(t *testing.T) {
+	enc := mustKeyring(t, newKeyURL(t))
+	backendtest.RunEncrypted(t, func(t *testing.T) backend.Driver {
+		d := memstate.New()
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	}, enc)
+}
+
+func TestConformanceEncryptedSQLite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	enc := mustKeyring(t, newKeyURL(t))
+	backendtest.RunEncrypted(t, func(t *testing.T) backend.Driver {
+		d, err := sqlitestate.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	}, enc)
 }
