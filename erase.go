@@ -54,10 +54,25 @@ func (subjectOption) setOption()             {}
 func (subjectOption) setManyOption()         {}
 func (subjectOption) createOption()          {}
 
-// subjectCtx returns ctx carrying the subject of o, checked.
+// ContextWithSubject returns ctx carrying subject as the subject of every
+// write made with it that does not say WithSubject itself: a host that
+// knows whose data a call writes (the sidecar, from the caller's token)
+// tags the writes of a whole call at once. "" means none.
+func ContextWithSubject(ctx context.Context, subject string) context.Context {
+	return context.WithValue(ctx, defaultSubjectKey{}, subject)
+}
+
+type defaultSubjectKey struct{}
+
+// subjectCtx returns ctx carrying the subject of o (or of
+// ContextWithSubject), checked.
 func (s *Store) subjectCtx(ctx context.Context, o callOptions) (context.Context, error) {
 	if !o.has(optSubject) {
-		return ctx, nil
+		d, _ := ctx.Value(defaultSubjectKey{}).(string)
+		if d == "" {
+			return ctx, nil
+		}
+		o.subject = d
 	}
 	if err := checkKey("subject", o.subject, s.c.opts.Limits.MaxIDBytes); err != nil {
 		return ctx, err

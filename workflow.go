@@ -136,11 +136,10 @@ func (s *Store) createRun(ctx context.Context, name string, tags map[string]stri
 	if err := s.checkTags(tags); err != nil {
 		return Run{}, err
 	}
-	if o.has(optSubject) {
-		var err error
-		if ctx, err = s.subjectCtx(ctx, o); err != nil {
-			return Run{}, err
-		}
+	if ctx, err := s.subjectCtx(ctx, o); err != nil {
+		return Run{}, err
+	} else if subject := subjectOf(ctx); subject != "" {
+		o.subject = subject
 		tags = maps.Clone(tags)
 		if tags == nil {
 			tags = map[string]string{}

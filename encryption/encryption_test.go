@@ -681,3 +681,30 @@ func TestConformanceEncryptedSQLite(t *testing.T) {
 		return d
 	}, enc)
 }
+
+func TestContextWithSubject(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openSQLite(t, filepath.Join(t.TempDir(), "enc.db"), newKeyURL(t), nil)
+	cctx := state.ContextWithSubject(ctx, "carol")
+	if _, err := st.Set(cctx, "c1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetSession(cctx, "cs", map[string]int{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.CreateRun(cctx, "job", nil)
+	if err != nil || r.Tags[state.SubjectTag] != "carol" {
+		t.Fatalf("CreateRun under ContextWithSubject = %+v, %v", r, err)
+	}
+	// WithSubject wins over the context's.
+	if _, err := st.Set(cctx, "d1", 1, state.WithSubject("dave")); err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.EraseSubject(ctx, "carol")
+	if err != nil || e.Records != 3 {
+		t.Fatalf("EraseSubject(carol) = %+v, %v; want 3 records", e, err)
+	}
+	if _, err := st.Get(ctx, "d1"); err != nil {
+		t.Errorf("Get(d1), dave's: %v", err)
+	}
+}
