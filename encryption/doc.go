@@ -7,7 +7,7 @@
 // Use it through state.Options:
 //
 //	enc, err := encryption.Open(ctx, os.Getenv("STATE_ENCRYPTION_KEY_URL"))
-//	st, err := state.Open(ctx, "sqlite:///var/lib/state.db", &state.Options{Encryption: enc})
+//	st, err := state.DefaultURLMux().Open(ctx, "sqlite:///var/lib/state.db", &state.Options{Encryption: enc})
 //
 // The KEK is chosen by URL (OpenKEK):
 //

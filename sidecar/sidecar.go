@@ -52,7 +52,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 	}
 	s := &Sidecar{cfg: cfg, log: log, metrics: NewMetrics()}
 	s.hardStop, s.hardCancel = context.WithCancel(context.Background())
-	s.store, err = state.DefaultURLMux().Open(ctx, u, s.storeOptions())
+	opts := s.storeOptions()
+	if opts.Encryption, err = openEncryption(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	s.store, err = state.DefaultURLMux().Open(ctx, u, opts)
 	if errors.Is(err, sqlitestate.ErrPythonDatabase) {
 		return nil, pythonDatabaseError(cfg)
 	}
@@ -72,6 +76,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 	s.metrics.SetInfo(s.store.Backend(), cfg.Transport)
 	s.mcp = mcpadapter.NewServer(s.store, &mcpadapter.Options{
 		AllowReset:     cfg.AllowReset,
+		AllowErase:     cfg.AllowErase,
 		ClaimTTL:       cfg.ClaimTTL,
 		Observe:        s.metrics.ObserveTool,
 		Logger:         log,
