@@ -176,6 +176,9 @@ func DriverKeyTable(d backend.Driver) KeyTable { return driverTable{d} }
 type driverTable struct{ d backend.Driver }
 
 func (t driverTable) Get(ctx context.Context, name string) ([]byte, int64, error) {
+	if err := ctx.Err(); err != nil { // no driver call with an ended context
+		return nil, 0, err
+	}
 	r, err := t.d.Get(ctx, KeysNamespace, keyTablePrefix+name, time.Time{})
 	if err != nil {
 		return nil, 0, err
@@ -184,6 +187,9 @@ func (t driverTable) Get(ctx context.Context, name string) ([]byte, int64, error
 }
 
 func (t driverTable) Put(ctx context.Context, name string, value []byte, ifVersion int64) (bool, error) {
+	if err := ctx.Err(); err != nil { // no driver call with an ended context
+		return false, err
+	}
 	res, err := t.d.Commit(ctx, &backend.Txn{NS: KeysNamespace,
 		If:   []backend.Cond{{Key: keyTablePrefix + name, Revision: ifVersion}},
 		Then: []backend.Op{{Kind: backend.OpPut, Key: keyTablePrefix + name, Value: value, Time: time.Now().UTC().Truncate(time.Millisecond)}}})
@@ -191,6 +197,9 @@ func (t driverTable) Put(ctx context.Context, name string, value []byte, ifVersi
 }
 
 func (t driverTable) Delete(ctx context.Context, name string, ifVersion int64) (bool, error) {
+	if err := ctx.Err(); err != nil { // no driver call with an ended context
+		return false, err
+	}
 	txn := &backend.Txn{NS: KeysNamespace, Then: []backend.Op{{Kind: backend.OpDelete, Key: keyTablePrefix + name}}}
 	if ifVersion != 0 {
 		txn.If = []backend.Cond{{Key: keyTablePrefix + name, Revision: ifVersion}}
@@ -200,6 +209,9 @@ func (t driverTable) Delete(ctx context.Context, name string, ifVersion int64) (
 }
 
 func (t driverTable) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil { // no driver call with an ended context
+		return nil, err
+	}
 	var names []string
 	after := ""
 	for {

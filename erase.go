@@ -291,7 +291,7 @@ func (s *Store) scanSealed(ctx context.Context, fn func(r backend.Record, e enve
 		after := ""
 		for {
 			_, drvNow := s.now()
-			page, err := s.c.drv.drv.List(ctx, &backend.ListQuery{NS: s.ns, Prefix: p, After: after, Limit: 200, Now: drvNow})
+			page, err := s.c.drv.listSealed(ctx, &backend.ListQuery{NS: s.ns, Prefix: p, After: after, Limit: 200, Now: drvNow})
 			if err != nil {
 				return n, err
 			}
@@ -380,7 +380,7 @@ func (s *Store) keyUse(ctx context.Context, c Cipher) (recs, evs map[uint32]int6
 	}
 	before := int64(0)
 	for {
-		page, err := s.c.drv.drv.History(ctx, &backend.HistoryQuery{NS: s.ns, Before: before, Limit: 1000})
+		page, err := s.c.drv.historySealed(ctx, &backend.HistoryQuery{NS: s.ns, Before: before, Limit: 1000})
 		if err != nil {
 			return nil, nil, err
 		}

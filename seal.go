@@ -174,7 +174,12 @@ func (g *gate) prepare(ctx context.Context, q *backend.GetQuery) error {
 		return nil
 	}
 	scopes := map[string]bool{"": true, subjectOf(ctx): true}
-	recs, err := g.drv.GetMany(ctx, &backend.GetQuery{NS: q.NS, Keys: q.Keys, Now: q.Now, IncludeExpired: true})
+	cctx, s, err := g.begin(ctx, callGetMany, q.NS, len(q.Keys))
+	if err != nil {
+		return err
+	}
+	recs, err := g.drv.GetMany(cctx, &backend.GetQuery{NS: q.NS, Keys: q.Keys, Now: q.Now, IncludeExpired: true})
+	s.done(err)
 	if err != nil {
 		return err
 	}
@@ -203,3 +208,26 @@ func (g *gate) prepare(ctx context.Context, q *backend.GetQuery) error {
 // outputs are sealed with the subject's keys, and EraseSubject finds it by
 // the tag.
 const SubjectTag = "state.subject"
+
+// listSealed is List without opening the values: what the driver stores.
+// Key management (Reencrypt, Keys, EraseSubject) reads the envelopes.
+func (g *gate) listSealed(ctx context.Context, q *backend.ListQuery) ([]backend.Record, error) {
+	cctx, s, err := g.begin(ctx, callList, q.NS, 0)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := g.drv.List(cctx, q)
+	s.done(err)
+	return recs, err
+}
+
+// historySealed is History without opening the payloads.
+func (g *gate) historySealed(ctx context.Context, q *backend.HistoryQuery) ([]backend.Event, error) {
+	cctx, s, err := g.begin(ctx, callHistory, q.NS, 0)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := g.drv.History(cctx, q)
+	s.done(err)
+	return evs, err
+}
