@@ -190,6 +190,9 @@ func (g *gate) prepare(ctx context.Context, q *backend.GetQuery) error {
 			if e, ok := parseEnvelope(r.Value); ok && !scopes[e.subject] {
 				scopes[e.subject] = false // read only: an erased subject's stays erased
 			}
+			// Opening it now loads a key another replica added since this
+			// one read the key set; an error is the update's to report.
+			_, _ = g.seal.openRecord(ctx, q.NS, r.Key, r.Value)
 		case strings.HasPrefix(r.Key, backend.RunPrefix):
 			if v, err := backend.DecodeRun(r.Value); err == nil && v.Tags[SubjectTag] != "" {
 				scopes[v.Tags[SubjectTag]] = true // the run's outputs are written with them

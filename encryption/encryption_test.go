@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -706,5 +707,49 @@ func TestContextWithSubject(t *testing.T) {
 	}
 	if _, err := st.Get(ctx, "d1"); err != nil {
 		t.Errorf("Get(d1), dave's: %v", err)
+	}
+}
+
+func TestRotationSeenByAnotherReplica(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "enc.db")
+	key := newKeyURL(t)
+	a, _ := openSQLite(t, path, key, nil)
+	b, _ := openSQLite(t, path, key, nil)
+	if _, err := a.Set(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, "k"); err != nil { // b loads the key set
+		t.Fatal(err)
+	}
+	if _, err := a.RotateKey(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Set(ctx, "k", 2); err != nil { // sealed with the new key
+		t.Fatal(err)
+	}
+	// b, whose key set is fresh, reads and updates it at once.
+	if e, err := b.Get(ctx, "k"); err != nil || string(e.Value) != "2" {
+		t.Fatalf("b.Get after a's rotation = %s, %v", e.Value, err)
+	}
+	if _, err := a.Set(ctx, "u", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.RotateKey(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Set(ctx, "u", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Update(ctx, []string{"u"}, func(cur []state.Entry) ([]state.Write, error) {
+		if string(cur[0].Value) != "3" {
+			return nil, fmt.Errorf("read %s", cur[0].Value)
+		}
+		return []state.Write{{Key: "u", Value: json.RawMessage("4")}}, nil
+	}); err != nil {
+		t.Fatalf("b.Update after a's rotation: %v", err)
+	}
+	if e, err := a.Get(ctx, "u"); err != nil || string(e.Value) != "4" {
+		t.Fatalf("a.Get(u) = %s, %v", e.Value, err)
 	}
 }

@@ -244,7 +244,7 @@ func (c *cipher) Open(ctx context.Context, s state.KeyScope, ciphertext, aad []b
 			return pt, nil
 		}
 	}
-	if time.Since(l.at) > time.Second {
+	if !l.has(ciphertext) || time.Since(l.at) > time.Second {
 		// Perhaps another replica rotated the key set: read it again.
 		if l, err = c.get(ctx, s, false, 0); err != nil {
 			return nil, err
