@@ -147,3 +147,46 @@ func TestEraseAndKeysCommands(t *testing.T) {
 }
 
 func itoa32(id uint32) string { b, _ := json.Marshal(id); return string(b) }
+
+func TestCopyCommandCopiesDataKeys(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	key := newTestKeyURL(t)
+	enc, err := encryption.Open(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(path string) *state.Store {
+		st, err := state.DefaultURLMux().Open(ctx, "sqlite://"+path, &state.Options{SweepInterval: -1, Encryption: enc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	st := open(src)
+	if _, err := st.Set(ctx, "k", "secret"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Set(ctx, "p", "alice's", state.WithSubject("alice")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	env := Env{LookupEnv: func(string) (string, bool) { return "", false }, Stdout: &out, Stderr: &errb}
+	if code := Main(ctx, []string{"copy", "-quiet", "sqlite://" + src, "sqlite://" + dst}, env, CopyCommand()); code != 0 {
+		t.Fatalf("copy = %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "2 wrapped data key sets copied") {
+		t.Errorf("copy's report:\n%s", out.String())
+	}
+	st = open(dst)
+	defer st.Close()
+	for k, want := range map[string]string{"k": `"secret"`, "p": `"alice's"`} {
+		if e, err := st.Get(ctx, k); err != nil || string(e.Value) != want {
+			t.Errorf("Get(%s) from the copy = %s, %v", k, e.Value, err)
+		}
+	}
+}
