@@ -753,3 +753,57 @@ func TestRotationSeenByAnotherReplica(t *testing.T) {
 		t.Fatalf("a.Get(u) = %s, %v", e.Value, err)
 	}
 }
+
+func TestKEKRotation(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "enc.db")
+	oldKey, newKey := newKeyURL(t), newKeyURL(t)
+	st, d := openSQLite(t, path, oldKey, nil)
+	if _, err := st.Set(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Set(ctx, "p", 2, state.WithSubject("alice")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.EraseSubject(ctx, "alice"); err != nil { // a tombstone, which has nothing to rewrap
+		t.Fatal(err)
+	}
+	if _, err := st.Set(ctx, "q", 3, state.WithSubject("bob")); err != nil {
+		t.Fatal(err)
+	}
+	// Step 1: the new KEK, with the old one to unwrap.
+	both, err := encryption.Open(ctx, newKey, oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2, err := state.New(d, &state.Options{SweepInterval: -1, Encryption: both})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := st2.Get(ctx, "k"); err != nil || string(e.Value) != "1" {
+		t.Fatalf("Get with the new KEK and the old one = %s, %v", e.Value, err)
+	}
+	// The new KEK alone cannot read yet.
+	alone, _ := state.New(d, &state.Options{SweepInterval: -1, Encryption: mustKeyring(t, newKey)})
+	if _, err := alone.Get(ctx, "k"); err == nil {
+		t.Fatal("the new KEK alone read a key set the old one wrapped")
+	}
+	// Step 2: rewrap; step 3: the old KEK can go.
+	n, err := both.Rewrap(ctx, state.DriverKeyTable(d))
+	if err != nil || n != 2 { // default's and bob's; alice's is a tombstone
+		t.Fatalf("Rewrap = %d, %v; want 2", n, err)
+	}
+	if n, err := both.Rewrap(ctx, state.DriverKeyTable(d)); err != nil || n != 0 {
+		t.Fatalf("second Rewrap = %d, %v; want 0", n, err)
+	}
+	fresh, _ := state.New(d, &state.Options{SweepInterval: -1, Encryption: mustKeyring(t, newKey)})
+	for k, want := range map[string]string{"k": "1", "q": "3"} {
+		if e, err := fresh.Get(ctx, k); err != nil || string(e.Value) != want {
+			t.Errorf("Get(%s) with the new KEK alone after Rewrap = %s, %v", k, e.Value, err)
+		}
+	}
+	stale, _ := state.New(d, &state.Options{SweepInterval: -1, Encryption: mustKeyring(t, oldKey)})
+	if _, err := stale.Get(ctx, "k"); err == nil {
+		t.Error("the old KEK still reads after Rewrap")
+	}
+}

@@ -34,6 +34,11 @@ type Config struct {
 	// RefreshInterval is how long a loaded key set is used before it is
 	// read again (default DefaultRefreshInterval).
 	RefreshInterval time.Duration
+	// PreviousKEKs unwrap key sets that KEK cannot, during a rotation of
+	// the KEK itself: every replica is given the new KEK with the old one
+	// here, Rewrap wraps every key set with the new one, then the old one
+	// can go.
+	PreviousKEKs []tink.AEADWithContext
 }
 
 // Keyring is a state.Encryption: Options.Encryption takes it.
@@ -50,13 +55,22 @@ func New(cfg Config) (*Keyring, error) {
 	return &Keyring{cfg: cfg}, nil
 }
 
-// Open returns a Keyring whose KEK is the one keyURL names (OpenKEK).
-func Open(ctx context.Context, keyURL string) (*Keyring, error) {
+// Open returns a Keyring whose KEK is the one keyURL names (OpenKEK),
+// which also unwraps with the KEKs of previousURLs (Config.PreviousKEKs).
+func Open(ctx context.Context, keyURL string, previousURLs ...string) (*Keyring, error) {
 	kek, err := OpenKEK(ctx, keyURL)
 	if err != nil {
 		return nil, err
 	}
-	return New(Config{KEK: kek})
+	cfg := Config{KEK: kek}
+	for _, u := range previousURLs {
+		p, err := OpenKEK(ctx, u)
+		if err != nil {
+			return nil, fmt.Errorf("previous key: %w", err)
+		}
+		cfg.PreviousKEKs = append(cfg.PreviousKEKs, p)
+	}
+	return New(cfg)
 }
 
 // Bind implements state.Encryption: it returns the Cipher of one store.
@@ -67,14 +81,74 @@ func (k *Keyring) Bind(table state.KeyTable) (state.Cipher, error) {
 	if table == nil {
 		return nil, errors.New("encryption: no key table")
 	}
-	return &cipher{kek: k.cfg.KEK, table: table, refresh: k.cfg.RefreshInterval, sets: map[state.KeyScope]*loaded{}}, nil
+	return k.bind(table), nil
+}
+
+func (k *Keyring) bind(table state.KeyTable) *cipher {
+	return &cipher{kek: k.cfg.KEK, previous: k.cfg.PreviousKEKs, table: table, refresh: k.cfg.RefreshInterval, sets: map[state.KeyScope]*loaded{}}
+}
+
+// Rewrap wraps with the Keyring's KEK every key set of table that a
+// previous KEK (Config.PreviousKEKs) wrapped, and returns how many it
+// rewrapped: the second step of a rotation of the KEK (docs/encryption.md).
+// table is the store's (state.DriverKeyTable of its driver) or the
+// Keyring's own Config.Table.
+func (k *Keyring) Rewrap(ctx context.Context, table state.KeyTable) (int, error) {
+	if k.cfg.Table != nil {
+		table = k.cfg.Table
+	}
+	c := k.bind(table)
+	names, err := table.List(ctx, "")
+	if err != nil {
+		return 0, fmt.Errorf("encryption: listing the key sets: %w", err)
+	}
+	n := 0
+	for _, name := range names {
+		for {
+			v, ver, err := table.Get(ctx, name)
+			if errors.Is(err, state.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return n, fmt.Errorf("encryption: reading the key set of %q: %w", name, err)
+			}
+			var st stored
+			if err := json.Unmarshal(v, &st); err != nil {
+				return n, fmt.Errorf("encryption: the key set of %q: %w", name, err)
+			}
+			if len(st.Keyset) == 0 {
+				break // a tombstone
+			}
+			if _, err := keyset.ReadWithContext(ctx, keyset.NewBinaryReader(bytes.NewReader(st.Keyset)), c.kek, kekAAD(name)); err == nil {
+				break // wrapped by the KEK already
+			}
+			h, err := c.unwrap(ctx, name, st.Keyset)
+			if err != nil {
+				return n, err
+			}
+			l := &loaded{version: ver, erased: st.Erased}
+			if err := l.use(h); err != nil {
+				return n, err
+			}
+			ok, err := c.writeName(ctx, name, l)
+			if err != nil {
+				return n, err
+			}
+			if ok {
+				n++
+				break
+			}
+		}
+	}
+	return n, nil
 }
 
 // cipher is a state.Cipher over tink AEAD key sets.
 type cipher struct {
-	kek     tink.AEADWithContext
-	table   state.KeyTable
-	refresh time.Duration
+	kek      tink.AEADWithContext
+	previous []tink.AEADWithContext
+	table    state.KeyTable
+	refresh  time.Duration
 
 	mu   sync.RWMutex
 	sets map[state.KeyScope]*loaded
@@ -133,14 +207,29 @@ func (c *cipher) read(ctx context.Context, s state.KeyScope) (*loaded, error) {
 	if len(st.Keyset) == 0 {
 		return l, nil
 	}
-	h, err := keyset.ReadWithContext(ctx, keyset.NewBinaryReader(bytes.NewReader(st.Keyset)), c.kek, kekAAD(name))
+	h, err := c.unwrap(ctx, name, st.Keyset)
 	if err != nil {
-		return nil, fmt.Errorf("encryption: unwrapping the key set of %q with the KEK: %w", name, err)
+		return nil, err
 	}
 	if err := l.use(h); err != nil {
 		return nil, fmt.Errorf("encryption: the key set of %q: %w", name, err)
 	}
 	return l, nil
+}
+
+// unwrap unwraps the key set of name with the KEK or, failing that, a
+// previous KEK.
+func (c *cipher) unwrap(ctx context.Context, name string, wrapped []byte) (*keyset.Handle, error) {
+	h, err := keyset.ReadWithContext(ctx, keyset.NewBinaryReader(bytes.NewReader(wrapped)), c.kek, kekAAD(name))
+	if err == nil {
+		return h, nil
+	}
+	for _, p := range c.previous {
+		if h, perr := keyset.ReadWithContext(ctx, keyset.NewBinaryReader(bytes.NewReader(wrapped)), p, kekAAD(name)); perr == nil {
+			return h, nil
+		}
+	}
+	return nil, fmt.Errorf("encryption: unwrapping the key set of %q with the KEK: %w", name, err)
 }
 
 // use makes h the loaded key set.
@@ -157,7 +246,11 @@ func (l *loaded) use(h *keyset.Handle) error {
 // scope if the table still has version l.version; ok is false when
 // another writer got there first.
 func (c *cipher) write(ctx context.Context, s state.KeyScope, l *loaded) (bool, error) {
-	name := tableName(s)
+	return c.writeName(ctx, tableName(s), l)
+}
+
+// writeName is write by the key table name.
+func (c *cipher) writeName(ctx context.Context, name string, l *loaded) (bool, error) {
 	st := stored{Format: 1, Erased: l.erased}
 	if l.handle != nil {
 		var buf bytes.Buffer

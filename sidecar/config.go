@@ -83,6 +83,9 @@ type Config struct {
 	// keys wrapped by the key it names (package encryption: base64key://,
 	// file://, vault://, gcpkms://, awskms://). Off when empty.
 	EncryptionKeyURL string
+	// PreviousKeyURLs are key URLs that only unwrap, during a rotation of
+	// the key-encryption key (state-sidecar keys rewrap).
+	PreviousKeyURLs []string
 
 	// ClaimTTL is the default claim TTL of workflow_claim.
 	ClaimTTL time.Duration

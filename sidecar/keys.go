@@ -24,11 +24,11 @@ func openEncryption(ctx context.Context, cfg Config, log *slog.Logger) (state.En
 		log.Info("encryption at rest: off (values, outputs, contexts and history are stored in plaintext; set STATE_ENCRYPTION_KEY_URL to turn it on)")
 		return nil, nil
 	}
-	enc, err := encryption.Open(ctx, cfg.EncryptionKeyURL)
+	enc, err := encryption.Open(ctx, cfg.EncryptionKeyURL, cfg.PreviousKeyURLs...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: STATE_ENCRYPTION_KEY_URL: %v", ErrConfig, err)
 	}
-	log.Info("encryption at rest: on", "key", showKeyURL(cfg.EncryptionKeyURL))
+	log.Info("encryption at rest: on", "key", showKeyURL(cfg.EncryptionKeyURL), "previous_keys", len(cfg.PreviousKeyURLs))
 	return enc, nil
 }
 
@@ -46,7 +46,7 @@ func EraseCommand() Command {
 func KeysCommand() Command {
 	return Command{
 		Name:  "keys",
-		Usage: "keys [-namespace ns] list|rotate|reencrypt|retire ID   manage a namespace's data keys (STATE_ENCRYPTION_KEY_URL)",
+		Usage: "keys [-namespace ns] list|rotate|reencrypt|retire ID|rewrap   manage a namespace's data keys, or rewrap every key set with STATE_ENCRYPTION_KEY_URL",
 		Run:   runKeys,
 	}
 }
@@ -151,7 +151,7 @@ func runKeys(ctx context.Context, args []string, env Env) error {
 	}
 	rest := l.fs.Args()
 	if len(rest) == 0 {
-		return fmt.Errorf("%w: keys needs an action: list, rotate, reencrypt or retire ID", ErrConfig)
+		return fmt.Errorf("%w: keys needs an action: list, rotate, reencrypt, retire ID or rewrap", ErrConfig)
 	}
 	action, rest := rest[0], rest[1:]
 	if err := l.parse(rest); err != nil { // flags may follow the action
@@ -160,7 +160,7 @@ func runKeys(ctx context.Context, args []string, env Env) error {
 	rest = l.fs.Args()
 	var id uint64
 	switch action {
-	case "list", "rotate", "reencrypt":
+	case "list", "rotate", "reencrypt", "rewrap":
 		if len(rest) > 0 {
 			return fmt.Errorf("%w: keys %s takes no arguments, got %q", ErrConfig, action, rest[0])
 		}
@@ -173,7 +173,7 @@ func runKeys(ctx context.Context, args []string, env Env) error {
 			return fmt.Errorf("%w: keys retire: key id %q is not a number", ErrConfig, rest[0])
 		}
 	default:
-		return fmt.Errorf("%w: unknown keys action %q: list, rotate, reencrypt or retire ID", ErrConfig, action)
+		return fmt.Errorf("%w: unknown keys action %q: list, rotate, reencrypt, retire ID or rewrap", ErrConfig, action)
 	}
 	cfg, err := l.finish()
 	if err != nil {
@@ -204,6 +204,16 @@ func runKeys(ctx context.Context, args []string, env Env) error {
 			return err
 		}
 		return printJSON(env.Stdout, map[string]any{"namespace": *ns, "primary": k.ID})
+	case "rewrap":
+		enc, err := encryption.Open(ctx, cfg.EncryptionKeyURL, cfg.PreviousKeyURLs...)
+		if err != nil {
+			return fmt.Errorf("%w: STATE_ENCRYPTION_KEY_URL: %v", ErrConfig, err)
+		}
+		n, err := enc.Rewrap(ctx, state.DriverKeyTable(st.Driver()))
+		if err != nil {
+			return err
+		}
+		return printJSON(env.Stdout, map[string]any{"rewrapped": n})
 	case "reencrypt":
 		n, err := st.Reencrypt(ctx)
 		if err != nil {

@@ -140,6 +140,18 @@ func TestEraseAndKeysCommands(t *testing.T) {
 		t.Errorf("no tombstone by the operator in history: %+v", evs)
 	}
 
+	// A rotation of the KEK: the new key with the old one, rewrap, then
+	// the new key alone.
+	newKey := newTestKeyURL(t)
+	vars["STATE_ENCRYPTION_KEY_URL"], vars["STATE_ENCRYPTION_PREVIOUS_KEY_URLS"] = newKey, key
+	if code, out, errs := run("keys", "rewrap"); code != 0 || strings.Contains(out, `"rewrapped": 0`) {
+		t.Fatalf("keys rewrap = %d\n%s\n%s", code, out, errs)
+	}
+	delete(vars, "STATE_ENCRYPTION_PREVIOUS_KEY_URLS")
+	if code, out, errs := run("keys", "list"); code != 0 || !strings.Contains(out, `"primary": true`) {
+		t.Fatalf("keys list with the new KEK alone = %d\n%s\n%s", code, out, errs)
+	}
+
 	delete(vars, "STATE_ENCRYPTION_KEY_URL")
 	if code, _, errs := run("keys", "list"); code != 2 || !strings.Contains(errs, "STATE_ENCRYPTION_KEY_URL") {
 		t.Errorf("keys list without a key URL = %d, %s", code, errs)

@@ -184,6 +184,27 @@ var settings = []setting{
 			}
 			return nil
 		}},
+	{env: "STATE_ENCRYPTION_PREVIOUS_KEY_URLS", flag: "encryption-previous-key-urls",
+		usage: "comma-separated key URLs that only unwrap, while the key of STATE_ENCRYPTION_KEY_URL replaces them (state-sidecar keys rewrap)",
+		show: func(c *Config) string {
+			if len(c.PreviousKeyURLs) == 0 {
+				return "none"
+			}
+			shown := make([]string, len(c.PreviousKeyURLs))
+			for i, u := range c.PreviousKeyURLs {
+				shown[i] = showKeyURL(u)
+			}
+			return strings.Join(shown, ",")
+		},
+		set: func(c *Config, v string) error {
+			c.PreviousKeyURLs = nil
+			for _, u := range strings.Split(v, ",") {
+				if u = strings.TrimSpace(u); u != "" && u != "none" {
+					c.PreviousKeyURLs = append(c.PreviousKeyURLs, u)
+				}
+			}
+			return nil
+		}},
 
 	{env: "SIDECAR_CLAIM_TTL_SECONDS", flag: "claim-ttl-seconds", usage: "default claim TTL of workflow_claim",
 		show: func(c *Config) string { return showSeconds(c.ClaimTTL) },
