@@ -7,6 +7,8 @@ package encryption_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -17,8 +19,10 @@ import (
 	"github.com/statesidecar/state/backend/filestate"
 	"github.com/statesidecar/state/backend/pgstate"
 	"github.com/statesidecar/state/backend/redisstate"
+	"github.com/statesidecar/state/backend/s3state"
 	"github.com/statesidecar/state/internal/pgtest"
 	"github.com/statesidecar/state/internal/redistest"
+	"github.com/statesidecar/state/internal/s3test"
 )
 
 func TestConformanceEncryptedRedis(t *testing.T) {
@@ -66,6 +70,22 @@ func TestConformanceEncryptedDirectory(t *testing.T) {
 	}
 	backendtest.RunEncrypted(t, func(t *testing.T) backend.Driver {
 		d, err := filestate.Open(context.Background(), t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	}, mustKeyring(t, newKeyURL(t)))
+}
+
+func TestConformanceEncryptedS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	f := s3test.NewFake(t, nil)
+	var n atomic.Int64
+	backendtest.RunEncrypted(t, func(t *testing.T) backend.Driver {
+		d, err := s3state.Open(context.Background(), f.Options(fmt.Sprintf("c%d/", n.Add(1))))
 		if err != nil {
 			t.Fatal(err)
 		}
