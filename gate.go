@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/statesidecar/state/backend"
@@ -163,6 +164,8 @@ func (g *gate) Get(ctx context.Context, ns, key string, now time.Time) (backend.
 			return backend.Record{}, err
 		}
 		r = recs[0]
+	} else if err == nil && len(r.Value) > 0 && r.Value[0] == 0 && isSealed(r.Value) {
+		return backend.Record{}, fmt.Errorf("record %q is encrypted: %w", r.Key, ErrNoEncryption)
 	}
 	return r, err
 }

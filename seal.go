@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/statesidecar/state/backend"
@@ -111,7 +112,10 @@ func (g *gate) samePut(txn *backend.Txn, key string, v []byte) bool {
 // of ns. A value under a sealed prefix that is not sealed fails
 // (ErrNotEncrypted).
 func (g *gate) openRecords(ctx context.Context, ns string, recs []backend.Record) error {
-	if g.seal == nil || ns == KeysNamespace {
+	if g.seal == nil {
+		return unexpectedSeal(recs)
+	}
+	if ns == KeysNamespace {
 		return nil
 	}
 	for i := range recs {
@@ -128,10 +132,29 @@ func (g *gate) openRecords(ctx context.Context, ns string, recs []backend.Record
 	return nil
 }
 
+// unexpectedSeal fails on a sealed record read by a store without
+// encryption: its bytes are no value, and must not be returned as one.
+func unexpectedSeal(recs []backend.Record) error {
+	for i := range recs {
+		if v := recs[i].Value; len(v) > 0 && v[0] == 0 && isSealed(v) {
+			return fmt.Errorf("record %q is encrypted: %w", recs[i].Key, ErrNoEncryption)
+		}
+	}
+	return nil
+}
+
 // openEvents opens, in place, the payloads of evs. An event whose subject's
 // keys were erased is shown without its key and payloads, as op "erased".
 func (g *gate) openEvents(ctx context.Context, ns string, evs []backend.Event) error {
-	if g.seal == nil || ns == KeysNamespace {
+	if g.seal == nil {
+		for i := range evs {
+			if isSealed(evs[i].Value) || isSealed(evs[i].Prev) {
+				return fmt.Errorf("history event %d is encrypted: %w", evs[i].ID, ErrNoEncryption)
+			}
+		}
+		return nil
+	}
+	if ns == KeysNamespace {
 		return nil
 	}
 	for i := range evs {

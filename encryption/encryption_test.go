@@ -807,3 +807,24 @@ func TestKEKRotation(t *testing.T) {
 		t.Error("the old KEK still reads after Rewrap")
 	}
 }
+
+func TestEncryptedStoreReadWithoutEncryptionFails(t *testing.T) {
+	ctx := context.Background()
+	st, d := openSQLite(t, filepath.Join(t.TempDir(), "enc.db"), newKeyURL(t), nil)
+	if _, err := st.Set(ctx, "k", secretValue); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := state.New(d, &state.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Get(ctx, "k"); !errors.Is(err, state.ErrNoEncryption) {
+		t.Errorf("Get of a sealed record without encryption: %v, want ErrNoEncryption", err)
+	}
+	if _, err := plain.GetMany(ctx, []string{"k"}); !errors.Is(err, state.ErrNoEncryption) {
+		t.Errorf("GetMany of a sealed record without encryption: %v, want ErrNoEncryption", err)
+	}
+	if _, err := plain.History(ctx, state.HistoryQuery{Key: "k"}); !errors.Is(err, state.ErrNoEncryption) {
+		t.Errorf("History of sealed events without encryption: %v, want ErrNoEncryption", err)
+	}
+}
