@@ -55,9 +55,11 @@ func (subjectOption) setManyOption()         {}
 func (subjectOption) createOption()          {}
 
 // ContextWithSubject returns ctx carrying subject as the subject of every
-// write made with it that does not say WithSubject itself: a host that
-// knows whose data a call writes (the sidecar, from the caller's token)
-// tags the writes of a whole call at once. "" means none.
+// write made with it that does not say WithSubject itself (Set, SetMany,
+// SetSession, CreateRun, and also Update and Once, which take no
+// WithSubject): a host that knows whose data a call writes (the sidecar,
+// from the caller's token) tags the writes of a whole call at once. ""
+// means none.
 func ContextWithSubject(ctx context.Context, subject string) context.Context {
 	return context.WithValue(ctx, defaultSubjectKey{}, subject)
 }

@@ -697,13 +697,24 @@ func TestContextWithSubject(t *testing.T) {
 	if err != nil || r.Tags[state.SubjectTag] != "carol" {
 		t.Fatalf("CreateRun under ContextWithSubject = %+v, %v", r, err)
 	}
+	if _, err := st.Update(cctx, []string{"c2"}, func([]state.Entry) ([]state.Write, error) {
+		return []state.Write{{Key: "c2", Value: json.RawMessage("2")}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Once(cctx, "c3", func(context.Context) (any, error) { return 3, nil }); err != nil {
+		t.Fatal(err)
+	}
 	// WithSubject wins over the context's.
 	if _, err := st.Set(cctx, "d1", 1, state.WithSubject("dave")); err != nil {
 		t.Fatal(err)
 	}
 	e, err := st.EraseSubject(ctx, "carol")
-	if err != nil || e.Records != 3 {
-		t.Fatalf("EraseSubject(carol) = %+v, %v; want 3 records", e, err)
+	if err != nil || e.Records != 5 {
+		t.Fatalf("EraseSubject(carol) = %+v, %v; want 5 records", e, err)
+	}
+	if _, err := st.Get(ctx, "c2"); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("Get(c2), written by Update for carol, after erasure: %v", err)
 	}
 	if _, err := st.Get(ctx, "d1"); err != nil {
 		t.Errorf("Get(d1), dave's: %v", err)
