@@ -92,8 +92,7 @@ type Erasure struct {
 	// and their outputs, effects).
 	Records int64
 	// Events is the number of history events deleted (EraseNamespace) or
-	// made unreadable by destroying their keys (EraseSubject: counted when
-	// the store could see them).
+	// made unreadable by destroying their keys (EraseSubject).
 	Events int64
 	// KeysDestroyed is set when data keys were destroyed (encryption on).
 	KeysDestroyed bool
@@ -214,11 +213,39 @@ func (s *Store) eraseSubject(ctx context.Context, subject string) (Erasure, erro
 	if err != nil {
 		return e, err
 	}
+	if e.Events, err = s.subjectEvents(ctx, subject); err != nil {
+		return e, err
+	}
 	if err := s.c.drv.seal.c.DestroyKeys(ctx, KeyScope{Namespace: s.ns, Subject: subject}); err != nil {
 		return e, err
 	}
 	e.KeysDestroyed = true
 	return e, s.tombstone(ctx, OpEraseSubject, subject, e)
+}
+
+// subjectEvents counts the history events whose payload is sealed with
+// subject's keys.
+func (s *Store) subjectEvents(ctx context.Context, subject string) (int64, error) {
+	var n int64
+	before := int64(0)
+	for {
+		page, err := s.c.drv.historySealed(ctx, &backend.HistoryQuery{NS: s.ns, Before: before, Limit: 1000})
+		if err != nil {
+			return n, err
+		}
+		for _, ev := range page {
+			for _, p := range [][]byte{ev.Value, ev.Prev} {
+				if env, ok := parseEnvelope(p); ok && env.subject == subject {
+					n++
+					break
+				}
+			}
+		}
+		if len(page) < 1000 {
+			return n, nil
+		}
+		before = page[len(page)-1].ID
+	}
 }
 
 // deleteRun deletes run id with its index entries, outputs and the

@@ -405,8 +405,8 @@ func TestEraseSubject(t *testing.T) {
 		t.Fatal(err)
 	}
 	// profile, sess, the run and its output.
-	if e.Records != 4 || !e.KeysDestroyed {
-		t.Errorf("EraseSubject = %+v, want 4 records and keys destroyed", e)
+	if e.Records != 4 || e.Events != 3 || !e.KeysDestroyed { // two sets and a session save
+		t.Errorf("EraseSubject = %+v, want 4 records, 3 events and keys destroyed", e)
 	}
 	if _, err := st.Get(ctx, "profile"); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("Get(profile) after erasure: %v", err)

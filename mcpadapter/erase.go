@@ -20,7 +20,7 @@ type eraseResult struct {
 	OK            bool   `json:"ok"`
 	Erased        string `json:"erased" desc:"namespace or subject"`
 	Records       int64  `json:"records" desc:"the number of records deleted"`
-	Events        int64  `json:"events" desc:"the number of history events deleted (namespace)"`
+	Events        int64  `json:"events" desc:"the number of history events deleted (namespace) or made unreadable (subject)"`
 	KeysDestroyed bool   `json:"keys_destroyed" desc:"whether data keys were destroyed, which leaves every copy of the erased data (backups, replicas, history) unreadable"`
 }
 

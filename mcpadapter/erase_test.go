@@ -48,7 +48,7 @@ func TestSidecarErase(t *testing.T) {
 	}
 	c.ok("state_set", `{"key":"shared","value":1}`)
 	equal(t, "erase subject", c.ok("sidecar_erase", `{"subject":"alice"}`),
-		`{"ok":true,"erased":"subject","records":1,"events":0,"keys_destroyed":true}`)
+		`{"ok":true,"erased":"subject","records":1,"events":1,"keys_destroyed":true}`)
 	equal(t, "erased key", field(t, c.ok("state_get", `{"key":"alice-profile"}`), "found"), "false")
 	equal(t, "other key", field(t, c.ok("state_get", `{"key":"shared"}`), "found"), "true")
 
