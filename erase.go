@@ -191,7 +191,7 @@ func (s *Store) eraseSubject(ctx context.Context, subject string) (Erasure, erro
 			return e, err
 		}
 		for _, r := range page {
-			n, err := s.deleteRun(ctx, layout.IDOf(r.Key[len(idx):]))
+			n, err := s.eraseRun(ctx, layout.IDOf(r.Key[len(idx):]))
 			if err != nil {
 				return e, err
 			}
@@ -248,9 +248,10 @@ func (s *Store) subjectEvents(ctx context.Context, subject string) (int64, error
 	}
 }
 
-// deleteRun deletes run id with its index entries, outputs and the
+// eraseRun deletes run id, whatever its status (unlike DeleteRun, which
+// takes finished runs only), with its index entries, outputs and the
 // counters that count it, and returns how many records it deleted.
-func (s *Store) deleteRun(ctx context.Context, id string) (int64, error) {
+func (s *Store) eraseRun(ctx context.Context, id string) (int64, error) {
 	if id == "" {
 		return 0, nil
 	}
