@@ -186,19 +186,26 @@ func TestCopyCommandCopiesDataKeys(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var out, errb bytes.Buffer
-	env := Env{LookupEnv: func(string) (string, bool) { return "", false }, Stdout: &out, Stderr: &errb}
-	if code := Main(ctx, []string{"copy", "-quiet", "sqlite://" + src, "sqlite://" + dst}, env, CopyCommand()); code != 0 {
-		t.Fatalf("copy = %d\n%s\n%s", code, out.String(), errb.String())
-	}
-	if !strings.Contains(out.String(), "2 wrapped data key sets copied") {
-		t.Errorf("copy's report:\n%s", out.String())
-	}
-	st = open(dst)
-	defer st.Close()
-	for k, want := range map[string]string{"k": `"secret"`, "p": `"alice's"`} {
-		if e, err := st.Get(ctx, k); err != nil || string(e.Value) != want {
-			t.Errorf("Get(%s) from the copy = %s, %v", k, e.Value, err)
+	copyTo := func(dst string, args ...string) string {
+		var out, errb bytes.Buffer
+		env := Env{LookupEnv: func(string) (string, bool) { return "", false }, Stdout: &out, Stderr: &errb}
+		args = append(append([]string{"copy", "-quiet"}, args...), "sqlite://"+src, "sqlite://"+dst)
+		if code := Main(ctx, args, env, CopyCommand()); code != 0 {
+			t.Fatalf("copy = %d\n%s\n%s", code, out.String(), errb.String())
 		}
+		st := open(dst)
+		defer st.Close()
+		for k, want := range map[string]string{"k": `"secret"`, "p": `"alice's"`} {
+			if e, err := st.Get(ctx, k); err != nil || string(e.Value) != want {
+				t.Errorf("Get(%s) from the copy = %s, %v", k, e.Value, err)
+			}
+		}
+		return out.String()
+	}
+	// Every namespace, the key table's included.
+	copyTo(dst)
+	// One namespace: its key sets are copied with it.
+	if out := copyTo(filepath.Join(dir, "c.db"), "-namespace", "default"); !strings.Contains(out, "2 wrapped data key sets copied") {
+		t.Errorf("copy -namespace default's report:\n%s", out)
 	}
 }
