@@ -259,10 +259,11 @@ func sealedKey(key string) bool {
 
 // sealedOp reports whether the payloads of events of op are sealed: every
 // op but the run and lease transitions (which drivers append natively, in
-// clear, and which carry what the run and lease records keep in clear)
-// and the erasure tombstones.
+// clear, and which carry what the run and lease records keep in clear),
+// the erasure tombstones and the key management events.
 func sealedOp(op string) bool {
-	return !strings.HasPrefix(op, "workflow.") && !strings.HasPrefix(op, "lease.") && !strings.HasPrefix(op, "erase.")
+	return !strings.HasPrefix(op, "workflow.") && !strings.HasPrefix(op, "lease.") &&
+		!strings.HasPrefix(op, "erase.") && !strings.HasPrefix(op, "keys.")
 }
 
 // isSealed reports whether b is a sealed value.

@@ -450,7 +450,19 @@ func (s *Store) rotateKey(ctx context.Context) (KeyInfo, error) {
 		return KeyInfo{}, err
 	}
 	defer done()
-	return c.RotateKey(ctx, KeyScope{Namespace: s.ns})
+	k, err := c.RotateKey(ctx, KeyScope{Namespace: s.ns})
+	if err != nil {
+		return KeyInfo{}, err
+	}
+	return k, s.keyEvent(ctx, "keys.rotate", map[string]any{"primary": k.ID})
+}
+
+// keyEvent records a key management action in history, by the principal
+// of ctx (WithPrincipal).
+func (s *Store) keyEvent(ctx context.Context, op string, v map[string]any) error {
+	b, _ := json.Marshal(v)
+	_, err := s.commit(ctx, &backend.Txn{Events: []backend.Event{{Op: op, Value: b, Writer: PrincipalFrom(ctx)}}})
+	return err
 }
 
 // Reencrypt seals again, with the primary key, every live record of the
@@ -510,7 +522,10 @@ func (s *Store) reencrypt(ctx context.Context) (int64, error) {
 	if err == nil {
 		err = failed
 	}
-	return n, err
+	if err != nil {
+		return n, err
+	}
+	return n, s.keyEvent(ctx, "keys.reencrypt", map[string]any{"records": n})
 }
 
 // RetireKey deletes key id from the namespace's data key set. It is
@@ -538,5 +553,8 @@ func (s *Store) retireKey(ctx context.Context, id uint32) error {
 	if recs[id] > 0 || evs[id] > 0 {
 		return &KeyInUseError{ID: id, Records: recs[id], Events: evs[id]}
 	}
-	return c.RetireKey(ctx, KeyScope{Namespace: s.ns}, id)
+	if err := c.RetireKey(ctx, KeyScope{Namespace: s.ns}, id); err != nil {
+		return err
+	}
+	return s.keyEvent(ctx, "keys.retire", map[string]any{"retired": id})
 }

@@ -40,6 +40,8 @@ const (
 //	erase.namespace, erase.subject        an erasure's tombstone (erase.go): Value
 //	                                      {"records","events","keys_destroyed"}, AgentID the
 //	                                      principal who erased, Key the subject
+//	keys.rotate, keys.reencrypt,          key management (erase.go): Value {"primary"},
+//	keys.retire                           {"records"}, {"retired"}; AgentID the principal
 //	erased                                an event whose payload was sealed with the keys of
 //	                                      an erased subject: shown without key or payload
 //

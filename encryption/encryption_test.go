@@ -349,6 +349,9 @@ func TestRotateReencryptRetire(t *testing.T) {
 	if err != nil || n != use[old].Records {
 		t.Fatalf("Reencrypt = %d, %v; want %d", n, err, use[old].Records)
 	}
+	if ops := historyOps(t, st); ops["keys.rotate"] != 1 || ops["keys.reencrypt"] != 1 {
+		t.Errorf("key management in history: %v", ops)
+	}
 	assertReadable(t, st)
 	// History still holds events sealed with the old key: retiring it is
 	// refused until they age out.
@@ -369,6 +372,9 @@ func TestRotateReencryptRetire(t *testing.T) {
 	keys, err = st.Keys(ctx)
 	if err != nil || len(keys) != 1 || keys[0].ID != nk.ID {
 		t.Fatalf("Keys after retiring = %+v, %v", keys, err)
+	}
+	if ops := historyOps(t, st); ops["keys.retire"] != 1 {
+		t.Errorf("key management in history after retiring: %v", ops)
 	}
 	for _, k := range []string{"after", "profile", "counter"} {
 		if _, err := st.Get(ctx, k); err != nil {
@@ -838,4 +844,18 @@ func TestEncryptedStoreReadWithoutEncryptionFails(t *testing.T) {
 	if _, err := plain.History(ctx, state.HistoryQuery{Key: "k"}); !errors.Is(err, state.ErrNoEncryption) {
 		t.Errorf("History of sealed events without encryption: %v, want ErrNoEncryption", err)
 	}
+}
+
+// historyOps counts the ops of the store's newest 1000 history events.
+func historyOps(t *testing.T, st *state.Store) map[string]int {
+	t.Helper()
+	evs, err := st.History(context.Background(), state.HistoryQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	for _, ev := range evs {
+		ops[ev.Op]++
+	}
+	return ops
 }
