@@ -134,7 +134,7 @@ func (s *Store) eraseNamespace(ctx context.Context) (Erasure, error) {
 // tombstone records an erasure in history.
 func (s *Store) tombstone(ctx context.Context, op, key string, e Erasure) error {
 	v, _ := json.Marshal(tombstone(e))
-	_, err := s.commit(ctx, &backend.Txn{Events: []backend.Event{{Key: key, Op: op, Value: v, }}})
+	_, err := s.commit(ctx, &backend.Txn{Events: []backend.Event{{Key: key, Op: op, Value: v}}})
 	return err
 }
 
@@ -445,7 +445,7 @@ func (s *Store) rotateKey(ctx context.Context) (KeyInfo, error) {
 // of ctx (WithPrincipal).
 func (s *Store) keyEvent(ctx context.Context, op string, v map[string]any) error {
 	b, _ := json.Marshal(v)
-	_, err := s.commit(ctx, &backend.Txn{Events: []backend.Event{{Op: op, Value: b, }}})
+	_, err := s.commit(ctx, &backend.Txn{Events: []backend.Event{{Op: op, Value: b}}})
 	return err
 }
 
