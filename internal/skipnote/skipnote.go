@@ -96,6 +96,9 @@ func pkgName() string {
 		return os.Args[0]
 	}
 	p := strings.TrimSuffix(bi.Path, ".test")
+	if p == "github.com/statesidecar/state" {
+		return "state (the root package)"
+	}
 	return strings.TrimPrefix(p, "github.com/statesidecar/state/")
 }
 
@@ -123,3 +126,11 @@ func goCommandOutput() io.WriteCloser {
 	}
 	return f
 }
+
+// Wrap returns m with a Run that prints the line as Run does, for a
+// TestMain that hands m to another wrapper, such as goleak.VerifyTestMain.
+func Wrap(m *testing.M) interface{ Run() int } { return wrapped{m} }
+
+type wrapped struct{ m *testing.M }
+
+func (w wrapped) Run() int { return Run(w.m) }
