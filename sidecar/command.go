@@ -57,9 +57,15 @@ func ProcessEnv() Env {
 // graceful stop). It exits the process with Main's status.
 func ProcessMain() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], ProcessEnv(), ImportCommand(), CopyCommand(), EraseCommand(), KeysCommand())
+	code := Main(ctx, os.Args[1:], ProcessEnv(), processCommands()...)
 	stop()
 	os.Exit(code)
+}
+
+// processCommands are the commands of ProcessMain besides serve, version,
+// healthcheck and help.
+func processCommands() []Command {
+	return []Command{ImportCommand(), CopyCommand(), EraseCommand(), KeysCommand()}
 }
 
 // Main runs the state-sidecar command line and returns its exit status:

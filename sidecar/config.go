@@ -282,6 +282,21 @@ func newLoader(name string, lookupEnv func(string) (string, bool), usage io.Writ
 	return l
 }
 
+// commandUsage makes -h print a command's usage line (as in the main
+// usage), its own flags and where the store's settings come from, rather
+// than every setting of the serve command.
+func (l *loader) commandUsage(line string, flags ...string) {
+	l.usage = func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: %s %s\n\n", Name, line)
+		for _, name := range flags {
+			if f := l.fs.Lookup(name); f != nil {
+				fmt.Fprintf(w, "  -%s\n    \t%s\n", f.Name, f.Usage)
+			}
+		}
+		fmt.Fprintf(w, "\nThe store and its settings are the serve command's (STATE_BACKEND, DB_PATH, ...; %s -h lists them).\n", Name)
+	}
+}
+
 // parse parses the flags. -h prints the usage to l.help and is
 // flag.ErrHelp; a bad flag is an ErrConfig error, printed by nobody here.
 func (l *loader) parse(args []string) error {

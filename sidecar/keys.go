@@ -96,11 +96,12 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func runErase(ctx context.Context, args []string, env Env) error {
-	l := newLoader(Name+" erase", env.LookupEnv, env.Stderr, nil)
+	l := newLoader(Name+" erase", env.LookupEnv, env.Stdout, nil)
 	ns := l.fs.String("namespace", state.DefaultNamespace, "the namespace (tenant) to erase in, or to erase with -all")
 	subject := l.fs.String("subject", "", "erase everything written for this subject (needs STATE_ENCRYPTION_KEY_URL)")
 	all := l.fs.Bool("all", false, "erase the whole namespace: every record, every history event and its data keys")
 	yes := l.fs.Bool("yes", false, "confirm -all")
+	l.commandUsage(EraseCommand().Usage, "namespace", "subject", "all", "yes")
 	if err := l.parse(args); err != nil {
 		return err
 	}
@@ -144,8 +145,9 @@ func runErase(ctx context.Context, args []string, env Env) error {
 }
 
 func runKeys(ctx context.Context, args []string, env Env) error {
-	l := newLoader(Name+" keys", env.LookupEnv, env.Stderr, nil)
+	l := newLoader(Name+" keys", env.LookupEnv, env.Stdout, nil)
 	ns := l.fs.String("namespace", state.DefaultNamespace, "the namespace whose data keys to manage")
+	l.commandUsage(KeysCommand().Usage, "namespace")
 	if err := l.parse(args); err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func runCommands(t *testing.T, env map[string]string, args ...string) (int, stri
 	var out, errOut bytes.Buffer
 	e := Env{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut}
-	code := Main(context.Background(), args, e, ImportCommand(), CopyCommand())
+	code := Main(context.Background(), args, e, processCommands()...)
 	return code, out.String(), errOut.String()
 }
 
