@@ -11,6 +11,7 @@ package oidctest
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -64,6 +65,12 @@ var (
 )
 
 // bin returns the path of the oidcop program, building it the first time.
+// The build is kept in the user's cache directory under a name made of a
+// hash of interop/oidcop's files and the Go version, so that the packages
+// whose tests use it (oauth, sidecar) and later runs build it once, not
+// once per test binary (a cold build of zitadel's dependencies, minutes on
+// a busy machine, inside the package's timeout), and nothing is left in the
+// temporary directory.
 func bin() (string, error) {
 	if p := os.Getenv(BinEnv); p != "" {
 		return p, nil
@@ -71,17 +78,43 @@ func bin() (string, error) {
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
 		src := filepath.Join(filepath.Dir(file), "..", "..", "interop", "oidcop")
-		dir, err := os.MkdirTemp("", "oidcop")
+		h := sha256.New()
+		io.WriteString(h, runtime.Version()+"\n")
+		for _, name := range []string{"go.mod", "go.sum", "main.go"} {
+			b, err := os.ReadFile(filepath.Join(src, name))
+			if err != nil {
+				buildErr = err
+				return
+			}
+			fmt.Fprintf(h, "%s %d\n", name, len(b))
+			h.Write(b)
+		}
+		cache, err := os.UserCacheDir()
 		if err != nil {
+			cache = os.TempDir()
+		}
+		dir := filepath.Join(cache, "statesidecar-test")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
-		buildPath = filepath.Join(dir, "oidcop")
-		cmd := exec.Command("go", "build", "-o", buildPath, ".")
+		buildPath = filepath.Join(dir, fmt.Sprintf("oidcop-%x", h.Sum(nil)[:8]))
+		if _, err := os.Stat(buildPath); err == nil {
+			return // built by an earlier test binary
+		}
+		tmp := fmt.Sprintf("%s.%d.tmp", buildPath, os.Getpid())
+		cmd := exec.Command("go", "build", "-o", tmp, ".")
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "GOWORK=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
+			os.Remove(tmp)
 			buildErr = fmt.Errorf("building interop/oidcop: %v\n%s", err, out)
+			return
+		}
+		// Another test binary may have built it meanwhile: the same program.
+		if err := os.Rename(tmp, buildPath); err != nil {
+			os.Remove(tmp)
+			buildErr = err
 		}
 	})
 	return buildPath, buildErr
