@@ -14,6 +14,7 @@ import (
 	"github.com/statesidecar/state/backend/backendtest"
 	"github.com/statesidecar/state/backend/redisstate"
 	"github.com/statesidecar/state/internal/redistest"
+	"github.com/statesidecar/state/internal/skipnote"
 )
 
 // TestOpenRejectsBadURLsBeforeConnecting needs no server: every mistake is
@@ -23,6 +24,8 @@ func TestOpenRejectsBadURLsBeforeConnecting(t *testing.T) {
 		"redis://127.0.0.1:1/0?colour=blue":                   "unexpected option: colour",
 		"redis://127.0.0.1:1/0?prefix=":                       "prefix must not be empty",
 		"redis://127.0.0.1:1/0?prefix=a{b}":                   "must not contain '{' or '}'",
+		"redis://127.0.0.1:1/0?max_batch=0":                   "max_batch must be a positive integer",
+		"redis://127.0.0.1:1/0?senders=x":                     "senders must be a positive integer",
 		"redis://127.0.0.1:1/0?cluster=maybe":                 "cluster must be true or false",
 		"redis://127.0.0.1:1?cluster=true&master_name=m":      "exclude each other",
 		"redis://127.0.0.1:1/0/1":                             "invalid URL path",
@@ -69,6 +72,7 @@ func TestStateOpenHonoursNamespaceAndPrefix(t *testing.T) {
 // sentinel the test starts on spare loopback ports.
 func TestSentinel(t *testing.T) {
 	if os.Getenv(redistest.EnvSentinel) != "1" {
+		skipnote.Note(redistest.EnvSentinel, "Redis Sentinel")
 		t.Skipf("set %s=1 to run the conformance suite through a Sentinel this test starts (needs redis-server)", redistest.EnvSentinel)
 	}
 	start := time.Now()
