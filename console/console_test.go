@@ -91,7 +91,7 @@ func TestPagesShowWhatTheStoreHolds(t *testing.T) {
 		}
 		code, body := get(t, srv.URL+"/ui/runs?status=running")
 		is.Equal(code, 200)
-		is.True(!strings.Contains(body, parent.ID)) // filtered out
+		is.True(!strings.Contains(body, `data-id="`+parent.ID)) // filtered out
 		code, _ = get(t, srv.URL+"/ui/runs/wf-000000000000")
 		is.Equal(code, 404)
 	})
