@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/console"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -121,6 +123,17 @@ type Config struct {
 
 	// Tasks configures durable MCP tasks (tasks.go).
 	Tasks TaskConfig
+
+	// Console turns the operator console at /ui on or off (console.go);
+	// "" is ConsoleAuto.
+	Console ConsoleMode
+	// ConsoleAuthorize, when set, is asked by the console before every
+	// page (console.ScopeRead) and action (console.ScopeWrite or
+	// console.ScopeAdmin), with the request as authenticated (its token's
+	// namespace in the context); an error refuses it with 403. It is the
+	// hook for token scopes. Nil lets every authenticated caller see and
+	// act on its own namespace.
+	ConsoleAuthorize func(r *http.Request, need console.Scope) error
 
 	// ShutdownTimeout bounds how long a shutdown waits for calls in flight.
 	ShutdownTimeout time.Duration

@@ -59,7 +59,9 @@ var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR
 	"SIDECAR_SHUTDOWN_TIMEOUT_SECONDS", "3", "SIDECAR_LOG_LEVEL", "debug", "SIDECAR_LOG_FORMAT", "json",
 	// --- tasks (tasks.go) ---
 	"SIDECAR_TASKS", "false", "SIDECAR_TASK_TTL_SECONDS", "60", "SIDECAR_TASK_MAX_TTL_SECONDS", "120",
-	"SIDECAR_TASK_MAX_LIVE", "7", "SIDECAR_TASK_CLAIM_TTL_SECONDS", "2"}
+	"SIDECAR_TASK_MAX_LIVE", "7", "SIDECAR_TASK_CLAIM_TTL_SECONDS", "2",
+	// --- console (console.go) ---
+	"SIDECAR_CONSOLE", "false"}
 
 func TestLoadEnvironmentThenFlags(t *testing.T) {
 	e := env(every...)
@@ -76,6 +78,7 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 		RequestTimeout: 7 * time.Second, ReadTimeout: 3 * time.Second, MaxRequestBytes: 65536, MaxConnections: 10,
 		MaxConcurrentRequests: 5, MaxSessions: 20, SessionIdleTimeout: 30 * time.Second,
 		Tasks:           TaskConfig{DefaultTTL: time.Minute, MaxTTL: 2 * time.Minute, MaxLive: 7, ClaimTTL: 2 * time.Second},
+		Console:         ConsoleOff,
 		ShutdownTimeout: 3 * time.Second, LogLevel: slog.LevelDebug, LogFormat: "json"}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("from the environment:\n got %+v\nwant %+v", c, want)

@@ -28,7 +28,8 @@ func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	srv.RegisterOnShutdown(s.stopTasks) // tasks.go
+	srv.RegisterOnShutdown(s.stopTasks)    // tasks.go
+	srv.RegisterOnShutdown(s.closeConsole) // console.go: ends its event streams
 	ln = newLimitListener(ln, s.cfg.MaxConnections)
 	if s.cfg.Stateful {
 		// Long-lived GET streams of stateful sessions would hold Shutdown
@@ -68,5 +69,8 @@ func (s *Sidecar) ListenAndServe(ctx context.Context) error {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Addr(), err)
 	}
 	s.log.Info("listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp")
+	if s.console != nil {
+		s.log.Info("operator console", "url", "http://"+ln.Addr().String()+"/ui/")
+	}
 	return s.Serve(ctx, ln)
 }
