@@ -531,6 +531,20 @@ func summary(e state.Event) string {
 		if v.Step != nil {
 			return fmt.Sprintf("%s checkpointed %s at step %d", who, e.Key, *v.Step)
 		}
+	case "workflow.create":
+		return fmt.Sprintf("%s created run %s", who, e.Key)
+	case "workflow.finish":
+		return fmt.Sprintf("run %s finished: %s", e.Key, v.Status)
+	case "workflow.release":
+		return fmt.Sprintf("the claim on %s was released", e.Key)
+	case "kv.set":
+		return fmt.Sprintf("%s set %s", who, e.Key)
+	case "kv.delete":
+		return fmt.Sprintf("%s deleted %s", who, e.Key)
+	case "session.save":
+		return fmt.Sprintf("%s saved session %s", who, e.Key)
+	case "session.delete":
+		return fmt.Sprintf("%s deleted session %s", who, e.Key)
 	case "lease.acquire":
 		return fmt.Sprintf("%s acquired lease %s", who, e.Key)
 	case "lease.renew":
@@ -541,7 +555,7 @@ func summary(e state.Event) string {
 	if v.Status != "" {
 		return fmt.Sprintf("%s: %s is %s", e.Op, e.Key, v.Status)
 	}
-	return fmt.Sprintf("%s %s", e.Op, e.Key)
+	return e.Key
 }
 
 // funcs are the templates' functions.
