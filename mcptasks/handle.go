@@ -48,6 +48,9 @@ func (t *Tasks) HandleStream(ctx context.Context, msg []byte, header http.Header
 	if len(msg) == 0 || msg[0] != '{' {
 		return nil, 0, false // batches and garbage are the server's
 	}
+	if !mayBeOurs(msg) {
+		return nil, 0, false // a plain call, or another method: the server's
+	}
 	var req request
 	if json.Unmarshal(msg, &req) != nil || len(req.ID) == 0 || bytes.Equal(req.ID, []byte("null")) {
 		return nil, 0, false
@@ -75,6 +78,42 @@ func (t *Tasks) HandleStream(ctx context.Context, msg []byte, header http.Header
 		return nil, 0, false
 	}
 	return a.body, a.status, true
+}
+
+// mayBeOurs reports whether msg may be a message HandleStream answers,
+// without decoding it: a tasks/ method or subscriptions/listen (whose
+// names appear as they are in the method's value), or a tools/call asking
+// for a task (params.task, whose key encoding/json matches in any case) or
+// declaring the extension (ExtensionID, a key of a map, matched exactly).
+// A message with a backslash (an escape may spell any of them) or a byte
+// outside ASCII (encoding/json folds "ſ" to "s" and the Kelvin sign to
+// "k" when it matches keys) is decoded whatever it holds. So false means
+// that decoding it would find nothing of this package's, and most tool
+// calls, which ask for no task, reach the server without a decode here.
+func mayBeOurs(msg []byte) bool {
+	for _, c := range msg {
+		if c == '\\' || c >= 0x80 {
+			return true
+		}
+	}
+	return bytes.Contains(msg, []byte("tasks/")) || bytes.Contains(msg, []byte("subscriptions/listen")) ||
+		bytes.Contains(msg, []byte(ExtensionID)) || containsFoldASCII(msg, `"task"`)
+}
+
+// containsFoldASCII reports whether s holds sub, which starts with a
+// byte that is not a letter, ASCII letters matched in any case.
+func containsFoldASCII(s []byte, sub string) bool {
+	for i := bytes.IndexByte(s, sub[0]); i >= 0 && i+len(sub) <= len(s); {
+		if bytes.EqualFold(s[i:i+len(sub)], []byte(sub)) {
+			return true
+		}
+		j := bytes.IndexByte(s[i+1:], sub[0])
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // call makes a task of a tools/call that asks for one (2025-11-25) or may

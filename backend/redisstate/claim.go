@@ -12,28 +12,29 @@ import (
 // ClaimRun implements backend.Claimer: one script that reads the run (which
 // holds its claim), decides as state.Store.ClaimRun does, and writes the
 // run, the counter of claimed runs when the status changes and the history
-// event (lua/claim.lua). A run stored as JSON (by an earlier version, see
-// runs.go) is left to package state's portable claim: backend.ErrSkip.
+// event (lua/claim.lua). Claims of one namespace made at the same moment
+// share a script call (batch.go). A run stored as JSON (by an earlier
+// version, see runs.go) is left to package state's portable claim:
+// backend.ErrSkip.
 func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.ClaimResult, error) {
 	if err := d.touch(ctx, q.NS); err != nil {
 		return backend.ClaimResult{}, err
 	}
-	agent, err := json.Marshal(q.AgentID)
-	if err != nil {
-		return backend.ClaimResult{}, fmt.Errorf("redisstate: claim: %w", err)
-	}
-	v, err := claimScript.Run(ctx, d.rdb, []string{d.base(q.NS)}, nowArg(q.Now), q.RunID, q.AgentID, ttlMs(q.TTL), agent).Result()
-	if err != nil {
-		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
-	}
+	return d.claims.do(ctx, q.NS, q.Now, q)
+}
+
+// claimArgs appends the script arguments of claim q.
+func claimArgs(args []any, q *backend.ClaimQuery) []any {
+	agent, _ := json.Marshal(q.AgentID) // a string always encodes
+	return append(args, q.RunID, q.AgentID, ttlMs(q.TTL), agent)
+}
+
+// claimReply decodes the script's reply to claim q.
+func claimReply(q *backend.ClaimQuery, v any) (backend.ClaimResult, error) {
 	if v == "00" {
 		return backend.ClaimResult{}, backend.ErrSkip
 	}
-	res, err := claimResult(backend.RunKey(q.RunID), v, q.Now)
-	if err != nil {
-		return backend.ClaimResult{}, d.fail(ctx, "claim", err)
-	}
-	return res, nil
+	return claimResult(backend.RunKey(q.RunID), v, q.Now)
 }
 
 // claimResult decodes the reply of lua/claim.lua for the run at record key

@@ -12,38 +12,28 @@ import (
 
 // Get implements backend.Driver in one round trip: with a given now, one
 // GET judged here; with a zero now, a small script that reads Redis's
-// clock too when the record can expire (lua/get.lua).
+// clock too when the record can expire (lua/get.lua), which the Gets of
+// one namespace made at the same moment share (batch.go).
 func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backend.Record, error) {
-	rkey := d.base(ns) + ":r:" + key
-	var v any
-	var nowMs int64
 	if now.IsZero() {
-		var err error
-		if v, err = getScript.Run(ctx, d.rdb, []string{rkey}).Result(); err != nil && !errors.Is(err, redis.Nil) {
-			return backend.Record{}, d.fail(ctx, "get", err)
+		r, err := d.gets.do(ctx, ns, now, key)
+		if err != nil {
+			return backend.Record{}, err
 		}
-		if s, ok := v.([]any); ok { // {record, TIME seconds, TIME microseconds}
-			if len(s) != 3 {
-				return backend.Record{}, d.fail(ctx, "get", fmt.Errorf("unexpected reply (%d elements)", len(s)))
-			}
-			sec, err1 := asInt(s[1])
-			usec, err2 := asInt(s[2])
-			if err1 != nil || err2 != nil {
-				return backend.Record{}, d.fail(ctx, "get", fmt.Errorf("unexpected TIME reply %v", s[1:]))
-			}
-			v, nowMs = s[0], sec*1000+usec/1000
+		if !r.Live() {
+			return backend.Record{}, backend.ErrNotFound
 		}
-	} else {
-		s, err := d.rdb.Get(ctx, rkey).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return backend.Record{}, d.fail(ctx, "get", err)
-		}
-		if err == nil {
-			v = s
-		}
-		nowMs = now.UnixMilli()
+		return r, nil
 	}
-	r, err := toRecord(key, v, nowMs)
+	var v any
+	s, err := d.rdb.Get(ctx, d.base(ns)+":r:"+key).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return backend.Record{}, d.fail(ctx, "get", err)
+	}
+	if err == nil {
+		v = s
+	}
+	r, err := toRecord(key, v, now.UnixMilli())
 	if err != nil {
 		return backend.Record{}, d.fail(ctx, "get", err)
 	}
@@ -51,6 +41,27 @@ func (d *Driver) Get(ctx context.Context, ns, key string, now time.Time) (backen
 		return backend.Record{}, backend.ErrNotFound
 	}
 	return r, nil
+}
+
+// getArgs appends the script argument of a Get of key.
+func getArgs(args []any, key string) []any { return append(args, key) }
+
+// getReply decodes lua/get.lua's reply for key: its record, nil, or
+// {record, TIME seconds, TIME microseconds} for a record that can expire.
+func getReply(key string, v any) (backend.Record, error) {
+	var nowMs int64
+	if s, ok := v.([]any); ok {
+		if len(s) != 3 {
+			return backend.Record{}, fmt.Errorf("unexpected reply (%d elements)", len(s))
+		}
+		sec, err1 := asInt(s[1])
+		usec, err2 := asInt(s[2])
+		if err1 != nil || err2 != nil {
+			return backend.Record{}, fmt.Errorf("unexpected TIME reply %v", s[1:])
+		}
+		v, nowMs = s[0], sec*1000+usec/1000
+	}
+	return toRecord(key, v, nowMs)
 }
 
 // GetMany implements backend.Driver in one script.

@@ -97,6 +97,17 @@ type Options struct {
 	// CloseClient makes Close close the client too. Defaults to false: the
 	// caller owns the client it passed to New. Open sets it.
 	CloseClient bool
+	// Senders is how many script calls of Gets, of claims and of lease
+	// calls (each kind counted apart) the driver has in flight at once. A
+	// call made while that many of its kind are in flight waits for one of
+	// them to return, and the calls that waited go together then, up to
+	// MaxBatch in one script call (see batch.go). Defaults to
+	// DefaultSenders.
+	Senders int
+	// MaxBatch is the most Gets, claims, or lease calls that the driver
+	// sends in one script call (see Senders). 1 sends every call alone.
+	// Defaults to DefaultMaxBatch.
+	MaxBatch int
 }
 
 // Driver is a backend.Driver over Redis. It is safe for concurrent use. Create
@@ -107,6 +118,10 @@ type Driver struct {
 	registry string // the set of namespaces this prefix has written to
 	own      bool
 	known    sync.Map // namespaces known to be in the registry
+
+	gets   *batcher[string, backend.Record]
+	claims *batcher[*backend.ClaimQuery, backend.ClaimResult]
+	leases *batcher[*backend.LeaseQuery, backend.LeaseResult]
 }
 
 var (
@@ -144,7 +159,22 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts *Options) (*Driver
 	if strings.ContainsAny(o.Prefix, "{}") {
 		return nil, fmt.Errorf("redisstate: prefix %q must not contain '{' or '}' (they delimit the hash tag)", o.Prefix)
 	}
+	if o.Senders < 0 || o.MaxBatch < 0 {
+		return nil, errors.New("redisstate: Options.Senders and MaxBatch must not be negative (0 means the default)")
+	}
+	if o.Senders == 0 {
+		o.Senders = DefaultSenders
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
 	d := &Driver{rdb: rdb, prefix: o.Prefix, registry: "{" + o.Prefix + "}:namespaces", own: o.CloseClient}
+	d.gets = &batcher[string, backend.Record]{d: d, script: getScript, args: getArgs,
+		reply: getReply, op: "get", limit: o.Senders, max: o.MaxBatch}
+	d.claims = &batcher[*backend.ClaimQuery, backend.ClaimResult]{d: d, script: claimScript, args: claimArgs,
+		reply: claimReply, op: "claim", limit: o.Senders, max: o.MaxBatch}
+	d.leases = &batcher[*backend.LeaseQuery, backend.LeaseResult]{d: d, script: leaseScript, args: leaseArgs,
+		reply: leaseReply, op: "lease", limit: o.Senders, max: o.MaxBatch}
 	if err := d.load(ctx); err != nil {
 		return nil, fmt.Errorf("redisstate: connecting to Redis: %w", err)
 	}

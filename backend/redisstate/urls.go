@@ -49,6 +49,8 @@ func (*URLOpener) OpenDriverURL(ctx context.Context, u *url.URL) (backend.Driver
 // additions:
 //
 //   - prefix=<p> sets Options.Prefix;
+//   - senders=<n> and max_batch=<n> set Options.Senders and
+//     Options.MaxBatch (max_batch=1 turns batching off);
 //   - cluster=true, or any addr=<host:port> parameter without master_name,
 //     opens a Cluster client whose seed nodes are the host and the addrs;
 //   - master_name=<name> opens a Sentinel failover client whose sentinels
@@ -76,6 +78,19 @@ func openURL(ctx context.Context, u *url.URL) (*Driver, error) {
 	opts := &Options{Prefix: q.Get("prefix"), CloseClient: true}
 	if q.Has("prefix") && opts.Prefix == "" {
 		return nil, fmt.Errorf("redisstate: URL parameter prefix must not be empty")
+	}
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"senders", &opts.Senders}, {"max_batch", &opts.MaxBatch}} {
+		if q.Has(p.name) {
+			n, err := strconv.Atoi(q.Get(p.name))
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("redisstate: URL parameter %s must be a positive integer, got %q", p.name, q.Get(p.name))
+			}
+			*p.dst = n
+		}
+		q.Del(p.name)
 	}
 	cluster := false
 	if q.Has("cluster") {

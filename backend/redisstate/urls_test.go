@@ -23,6 +23,8 @@ func TestOpenRejectsBadURLsBeforeConnecting(t *testing.T) {
 		"redis://127.0.0.1:1/0?colour=blue":                   "unexpected option: colour",
 		"redis://127.0.0.1:1/0?prefix=":                       "prefix must not be empty",
 		"redis://127.0.0.1:1/0?prefix=a{b}":                   "must not contain '{' or '}'",
+		"redis://127.0.0.1:1/0?max_batch=0":                   "max_batch must be a positive integer",
+		"redis://127.0.0.1:1/0?senders=x":                     "senders must be a positive integer",
 		"redis://127.0.0.1:1/0?cluster=maybe":                 "cluster must be true or false",
 		"redis://127.0.0.1:1?cluster=true&master_name=m":      "exclude each other",
 		"redis://127.0.0.1:1/0/1":                             "invalid URL path",

@@ -8,7 +8,7 @@ package sqlitestate_test
 //
 // Compare each Store benchmark with its Raw twin in the same run. The
 // VsRaw benchmarks alternate rounds of the two themselves and report the
-// ratio (see BenchmarkClaimVsRaw).
+// ratio (see BenchmarkVsRaw and BenchmarkClaimVsRaw).
 
 import (
 	"context"
@@ -29,9 +29,10 @@ import (
 const benchKeys = 10_000
 
 type benchEnv struct {
-	st  *state.Store
-	raw *sql.DB // same file, same pragmas, one connection
-	get *sql.Stmt
+	path string
+	st   *state.Store
+	raw  *sql.DB // same file, same pragmas, one connection
+	get  *sql.Stmt
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
@@ -79,7 +80,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchEnv{st: st, raw: raw, get: get}
+	return &benchEnv{path: path, st: st, raw: raw, get: get}
 }
 
 // rawSet is what a plain SQLite user writes for a set with an audit row.
@@ -258,6 +259,57 @@ func BenchmarkAcquire(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkVsRaw measures the store's Get and Set against the raw engine
+// doing the same work on the same file, at 1 and 32 goroutines:
+//
+//	go test -run '^$' -bench '^BenchmarkVsRaw$' -benchtime 2000x -count 5 ./backend/sqlitestate/
+//
+// A raw get is a prepared SELECT of the value on a pool of reading
+// connections as large as the store's (Options.Readers' default); a raw
+// set is the upsert and audit insert of rawSet, committed, on one writing
+// connection. Like BenchmarkClaimVsRaw (and the other backends' VsRaw
+// benchmarks, through package benchvs) it alternates ten rounds of raw
+// and store operations, b.N of each in all, and reports the store's ns/op,
+// the raw one's (raw-ns/op), the store's throughput as a fraction of
+// raw's (x-raw) and the CPU time per operation of each (cpu-ns/op,
+// raw-cpu-ns/op), which SQLite, running in this process, spends here: CPU
+// time is much steadier than wall time on a loaded machine, and wall time
+// for Set is mostly fsync. At 32 goroutines the store commits the sets
+// that arrive together in one transaction (group commit), which the raw
+// engine, one transaction per set, does not.
+func BenchmarkVsRaw(b *testing.B) {
+	for _, g := range []int{1, 32} {
+		for _, name := range []string{"Get", "Set"} {
+			b.Run(fmt.Sprintf("%s/goroutines=%d", name, g), func(b *testing.B) {
+				e := newBenchEnv(b)
+				ctx := context.Background()
+				val := []byte(`{"n":1,"text":"some agent state"}`)
+				key := func(i int64) string { return fmt.Sprintf("key-%05d", i%benchKeys) }
+				var raw, store func(int64) error
+				if name == "Get" {
+					rd, err := sql.Open("sqlite", "file:"+e.path+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=full")
+					if err != nil {
+						b.Fatal(err)
+					}
+					rd.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+					rd.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
+					b.Cleanup(func() { _ = rd.Close() })
+					get, err := rd.Prepare(`SELECT value FROM raw_kv WHERE key = ?`)
+					if err != nil {
+						b.Fatal(err)
+					}
+					raw = func(i int64) error { var v []byte; return get.QueryRow(key(i)).Scan(&v) }
+					store = func(i int64) error { _, err := e.st.Get(ctx, key(i)); return err }
+				} else {
+					raw = func(i int64) error { return e.rawSet(key(i), val) }
+					store = func(i int64) error { _, err := e.st.Set(ctx, key(i), jsonRaw(val)); return err }
+				}
+				benchvs.VsRaw(b, g, raw, store, nil)
+			})
+		}
+	}
 }
 
 func jsonRaw(b []byte) json.RawMessage { return json.RawMessage(b) }

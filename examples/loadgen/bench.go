@@ -19,8 +19,20 @@ type result struct {
 	p50, p99 time.Duration
 	firstErr error
 	// cpu is the process's CPU time (user and system) over the measured
-	// calls: client and in-process server together.
+	// calls: client and in-process server together, or the client alone
+	// when the server runs in a process of its own.
 	cpu time.Duration
+	// srv is that server process's CPU time over the measured calls (0
+	// for an in-process server).
+	srv time.Duration
+}
+
+// srvPerCall is the server process's CPU time per call.
+func (r result) srvPerCall() time.Duration {
+	if r.calls == 0 {
+		return 0
+	}
+	return r.srv / time.Duration(r.calls)
 }
 
 // cpuPerCall is the CPU time per call: unlike calls/s, it hardly moves
@@ -42,8 +54,10 @@ func (r result) perSecond() float64 {
 
 // measure runs workers goroutines, each calling call in a loop, first for
 // warmup (not counted) and then for d, and returns the throughput and the
-// latency percentiles of the calls made during d.
-func measure(ctx context.Context, workers int, warmup, d time.Duration, call caller) result {
+// latency percentiles of the calls made during d, and the CPU time spent
+// meanwhile by this process and, if srvCPU is not nil, by the server
+// process it reads.
+func measure(ctx context.Context, workers int, warmup, d time.Duration, call caller, srvCPU func() time.Duration) result {
 	type worker struct {
 		lat    []time.Duration
 		errors int
@@ -53,8 +67,11 @@ func measure(ctx context.Context, workers int, warmup, d time.Duration, call cal
 	var wg sync.WaitGroup
 	begin := time.Now()
 	startAt, stopAt := begin.Add(warmup), begin.Add(warmup+d)
-	cpu0 := make(chan time.Duration, 1)
-	time.AfterFunc(warmup, func() { cpu0 <- cpuTime() })
+	if srvCPU == nil {
+		srvCPU = func() time.Duration { return 0 }
+	}
+	cpu0 := make(chan [2]time.Duration, 1)
+	time.AfterFunc(warmup, func() { cpu0 <- [2]time.Duration{cpuTime(), srvCPU()} })
 	for i := range ws {
 		wg.Go(func() {
 			w := &ws[i]
@@ -81,7 +98,8 @@ func measure(ctx context.Context, workers int, warmup, d time.Duration, call cal
 	wg.Wait()
 	var r result
 	r.elapsed = time.Since(startAt)
-	r.cpu = cpuTime() - <-cpu0
+	c0 := <-cpu0
+	r.cpu, r.srv = cpuTime()-c0[0], srvCPU()-c0[1]
 	var all []time.Duration
 	for _, w := range ws {
 		all = append(all, w.lat...)

@@ -2,11 +2,50 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary serve as loadgen's server process: -separate
+// starts os.Executable() with -serve.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "-"+serveFlag {
+		if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// With -separate, each server runs in a process of its own: every row is
+// measured, with the server's CPU per call, and the children are gone
+// afterwards.
+func TestRunSeparate(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"-separate", "-backends", "sqlite,echo", "-clients", "2", "-duration", "300ms", "-warmup", "10ms",
+		"-server-cpuprofile", filepath.Join(t.TempDir(), "srv")}, &out, io.Discard)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Logf("\n%s", out.String())
+	if n := strings.Count(out.String(), " mcp-http "); n != 2 {
+		t.Errorf("%d mcp-http rows, want 2 (sqlite and echo)", n)
+	}
+	if strings.Contains(out.String(), " store ") {
+		t.Error("-separate must leave out the store rows: the Store is in another process")
+	}
+	if !strings.Contains(out.String(), "srv/call") || !strings.Contains(out.String(), "sqlite at 2 clients: median ") {
+		t.Errorf("no server CPU or summary:\n%s", out.String())
+	}
+}
 
 // A short run of the whole program: every row is measured and no call fails.
 func TestRun(t *testing.T) {
@@ -54,7 +93,7 @@ func TestRunAgainstEcho(t *testing.T) {
 
 // -url measures a sidecar that is already running.
 func TestRunAgainstURL(t *testing.T) {
-	p, err := startSidecar(t.Context(), "memory", "")
+	p, err := startSidecar(t.Context(), "memory", options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +113,7 @@ func TestRunAgainstURL(t *testing.T) {
 
 func TestParseRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"-clients", "0"}, {"-clients", "x"}, {"-backends", "postgres"}, {"-duration", "0s"}, {"-rounds", "0"}, {"stray"},
+		{"-clients", "0"}, {"-clients", "x"}, {"-backends", "mysql"}, {"-serve", "mysql"}, {"-workload", "claims"}, {"-duration", "0s"}, {"-rounds", "0"}, {"stray"},
 	} {
 		if _, err := parse(args, io.Discard); err == nil {
 			t.Errorf("%v: want an error", args)

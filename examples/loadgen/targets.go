@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -22,13 +23,31 @@ import (
 )
 
 // The workload: each worker alternates a write and a read of its own keys,
-// a small JSON object each time, so that workers do not contend on a key.
+// a small JSON object each time, so that workers do not contend on a key
+// (-workload mixed); or only writes (set), the n-th call then being made
+// as the mixed workload's 2n-th.
 func key(w, n int) string        { return fmt.Sprintf("loadgen/w%d/k%d", w, (n/2)%64) }
 func value(n int) map[string]any { return map[string]any{"n": n, "note": "loadgen"} }
 
+// Workloads: -workload's values.
+const (
+	workloadMixed = "mixed"
+	workloadSet   = "set"
+)
+
+// shape maps call n of a workload to the mixed workload's call, whose
+// parity says set (even) or get (odd).
+func shape(workload string, n int) int {
+	if workload == workloadSet {
+		return 2 * n
+	}
+	return n
+}
+
 // storeCaller calls the Store in-process: the baseline.
-func storeCaller(st *state.Store) caller {
+func storeCaller(st *state.Store, workload string) caller {
 	return func(ctx context.Context, w, n int) error {
+		n = shape(workload, n)
 		if n%2 == 0 {
 			_, err := st.Set(ctx, key(w, n), value(n))
 			return err
@@ -39,8 +58,9 @@ func storeCaller(st *state.Store) caller {
 }
 
 // mcpCaller makes the same calls as tools over MCP, worker w on clients[w].
-func mcpCaller(clients []*client.Client) caller {
+func mcpCaller(clients []*client.Client, workload string) caller {
 	return func(ctx context.Context, w, n int) error {
+		n = shape(workload, n)
 		var req mcp.CallToolRequest
 		if n%2 == 0 {
 			req.Params.Name, req.Params.Arguments = "state_set", map[string]any{"key": key(w, n), "value": value(n)}
@@ -103,26 +123,40 @@ type inProcess struct {
 	url              string
 	dir              string
 	redisURL, prefix string
+	pgURL, schema    string
 }
 
 // startSidecar starts the real sidecar handler (package sidecar)
 // on backend, on a loopback listener. A SQLite file goes to a temporary
 // directory that close removes; Redis keys go under a prefix of their own
-// (redisstate's prefix parameter), which close deletes.
-func startSidecar(ctx context.Context, backend, redisURL string) (*inProcess, error) {
+// (redisstate's prefix parameter), which close deletes; PostgreSQL tables
+// go to a schema of their own (pgstate's schema parameter), which close
+// drops.
+func startSidecar(ctx context.Context, backend string, o options) (*inProcess, error) {
 	cfg := sidecar.Defaults()
 	cfg.Backend, cfg.Port = backend, 0
 	p := &inProcess{}
 	if backend == sidecar.BackendRedis {
-		u, err := url.Parse(redisURL)
+		u, err := url.Parse(o.redisURL)
 		if err != nil {
 			return nil, fmt.Errorf("-redis-url: %w", err)
 		}
-		p.redisURL, p.prefix = redisURL, fmt.Sprintf("loadgen-%d:", time.Now().UnixNano())
+		p.redisURL, p.prefix = o.redisURL, fmt.Sprintf("loadgen-%d:", time.Now().UnixNano())
 		q := u.Query()
 		q.Set("prefix", p.prefix)
 		u.RawQuery = q.Encode()
 		cfg.RedisURL = u.String()
+	}
+	if backend == sidecar.BackendPostgres {
+		u, err := url.Parse(o.postgresURL)
+		if err != nil {
+			return nil, fmt.Errorf("-postgres-url: %w", err)
+		}
+		p.pgURL, p.schema = o.postgresURL, fmt.Sprintf("loadgen_%d", time.Now().UnixNano())
+		q := u.Query()
+		q.Set("schema", p.schema)
+		u.RawQuery = q.Encode()
+		cfg.DatabaseURL = u.String()
 	}
 	if backend == sidecar.BackendSQLite {
 		dir, err := os.MkdirTemp("", "loadgen-")
@@ -140,7 +174,7 @@ func startSidecar(ctx context.Context, backend, redisURL string) (*inProcess, er
 	p.closeFn = func() error {
 		err := own.Stop()
 		p.removeDir()
-		return errors.Join(err, p.deleteRedisKeys())
+		return errors.Join(err, p.deleteRedisKeys(), p.dropSchema())
 	}
 	return p, nil
 }
@@ -154,6 +188,24 @@ func (p *inProcess) deleteRedisKeys() error {
 	}
 	if err := rediskeys.Delete(context.Background(), p.redisURL, p.prefix); err != nil {
 		return fmt.Errorf("cleaning Redis up: %w", err)
+	}
+	return nil
+}
+
+// dropSchema drops the run's PostgreSQL schema, which it created.
+func (p *inProcess) dropSchema() error {
+	if p.schema == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.pgURL)
+	if err != nil {
+		return fmt.Errorf("cleaning PostgreSQL up: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{p.schema}.Sanitize()+" CASCADE"); err != nil {
+		return fmt.Errorf("cleaning PostgreSQL up: %w", err)
 	}
 	return nil
 }
