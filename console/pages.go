@@ -569,8 +569,6 @@ var funcs = map[string]any{
 	"dur":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 	"zero":    func(t time.Time) bool { return t.IsZero() },
 	"crumbs":  crumbs,
-	"q":       url.QueryEscape,
-	"p":       url.PathEscape,
 	"dict":    dict,
 }
 
