@@ -235,8 +235,11 @@ type view struct {
 	NS      string
 	Backend string
 	NowMs   int64
-	// CanAct is set when the caller may take the page's actions.
-	CanAct   bool
+	// CanAdmin and CanWrite are set when the caller may take the actions
+	// that need ScopeAdmin (release a claim, fail a run) and ScopeWrite
+	// (delete a key, cancel a task): the page shows only those.
+	CanAdmin bool
+	CanWrite bool
 	HasTasks bool
 	Flash    string
 	Data     any
@@ -255,7 +258,8 @@ func (c *Console) page(h handler) http.HandlerFunc {
 		}
 		v := &view{Base: c.o.Base, NS: st.NamespaceName(), Backend: st.Backend(),
 			NowMs: c.o.Now().UnixMilli(), HasTasks: c.o.Tasks != nil, Flash: r.URL.Query().Get("flash")}
-		v.CanAct = c.authorize(r, ScopeAdmin) == nil
+		v.CanAdmin = c.authorize(r, ScopeAdmin) == nil
+		v.CanWrite = c.authorize(r, ScopeWrite) == nil
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 		defer cancel()
 		name, err := h(r.WithContext(ctx), st, v)

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,4 +97,57 @@ func TestPagesShowWhatTheStoreHolds(t *testing.T) {
 		code, _ = get(t, srv.URL+"/ui/runs/wf-000000000000")
 		is.Equal(code, 404)
 	})
+}
+
+// TestActionsFollowTheCallersScopes shows a reader no action, a writer the
+// key's deletion but not the run's release, and refuses what it may not do.
+func TestActionsFollowTheCallersScopes(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	st := storetest.Open(t, storetest.New(t, "memory").URL, &state.Options{SweepInterval: -1})
+	run, err := st.CreateRun(ctx, "r", nil)
+	is.NoErr(err)
+	_, err = st.ClaimRun(ctx, run.ID, "agent-1")
+	is.NoErr(err)
+	_, err = st.Set(ctx, "k", 1)
+	is.NoErr(err)
+	var mu sync.Mutex // the server's goroutines read what the test grants
+	var granted []console.Scope
+	grant := func(s ...console.Scope) { mu.Lock(); granted = s; mu.Unlock() }
+	srv := serve(t, st, console.Options{Authorize: func(r *http.Request, need console.Scope) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if slices.Contains(granted, need) {
+			return nil
+		}
+		return console.ErrForbidden
+	}})
+	grant(console.ScopeRead)
+	_, body := get(t, srv.URL+"/ui/runs/"+run.ID)
+	is.True(!strings.Contains(body, "Release claim"))
+	_, body = get(t, srv.URL+"/ui/key?k=k")
+	is.True(!strings.Contains(body, "Delete key"))
+	code, _ := get(t, srv.URL+"/ui/confirm/delete?key=k")
+	is.Equal(code, http.StatusForbidden)
+
+	grant(console.ScopeRead, console.ScopeWrite)
+	_, body = get(t, srv.URL+"/ui/key?k=k")
+	is.True(strings.Contains(body, "Delete key"))
+	_, body = get(t, srv.URL+"/ui/runs/"+run.ID)
+	is.True(!strings.Contains(body, "Release claim"))
+	res, err := http.PostForm(srv.URL+"/ui/act/release", url.Values{"run": {run.ID}, "agent": {"agent-1"}})
+	is.NoErr(err)
+	res.Body.Close()
+	is.Equal(res.StatusCode, http.StatusForbidden)
+	got, err := st.GetRun(ctx, run.ID)
+	is.NoErr(err)
+	is.Equal(got.AgentID, "agent-1") // still held
+
+	grant(console.ScopeRead, console.ScopeWrite, console.ScopeAdmin)
+	_, body = get(t, srv.URL+"/ui/runs/"+run.ID)
+	is.True(strings.Contains(body, "Release claim"))
+
+	grant()
+	code, _ = get(t, srv.URL+"/ui/runs")
+	is.Equal(code, http.StatusForbidden)
 }
