@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/sidecar"
 )
 
 // seed fills a store with what an operator looks at: a join parent with two
@@ -196,4 +198,38 @@ func TestConsoleLiveEvents(t *testing.T) {
 		p.seenText("#history", "live/one")
 		p.screenshot("events")
 	})
+}
+
+// TestConsoleSignInShowsTheTokensNamespace signs in through the form with a
+// bearer token, as a person does, and sees its namespace's runs only.
+func TestConsoleSignInShowsTheTokensNamespace(t *testing.T) {
+	p := newPage(t)
+	srv := startSidecar(t, "sqlite", sidecar.Token{Secret: "alpha-secret", Namespace: "team-a"},
+		sidecar.Token{Secret: "beta-secret", Namespace: "team-b"})
+	ctx := context.Background()
+	a, _ := srv.Store.Namespace("team-a")
+	b, _ := srv.Store.Namespace("team-b")
+	ra, err := a.CreateRun(ctx, "alpha-run", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := b.CreateRun(ctx, "beta-run", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p.open(srv.URL + "/ui/runs")
+	p.seen("input[name=token]") // sent to the sign-in form
+	p.do("typing a wrong token", chromedp.SendKeys(chromedp.CSS("input[name=token]"), "wrong"))
+	p.click("#login")
+	p.seenText("#login-error", "not valid")
+	p.do("typing the token", chromedp.SendKeys(chromedp.CSS("input[name=token]"), "alpha-secret"))
+	p.click("#login")
+	p.seenText("header .where", "team-a")
+	p.click(`header nav a[href="/ui/runs"]`)
+	p.seenText("#runs", ra.ID)
+	if strings.Contains(p.text("#runs"), rb.ID) {
+		t.Errorf("team-a's console lists team-b's run %s", rb.ID)
+	}
+	p.screenshot("signed-in")
 }
