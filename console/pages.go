@@ -570,6 +570,24 @@ var funcs = map[string]any{
 	"zero":    func(t time.Time) bool { return t.IsZero() },
 	"crumbs":  crumbs,
 	"dict":    dict,
+	"link":    link,
+}
+
+// link is the console page of an event's record, relative to the base:
+// the run, the key, or the leases or sessions under its name.
+func link(op, key string) string {
+	kind, _, _ := strings.Cut(op, ".")
+	switch kind {
+	case "workflow":
+		return "/runs/" + url.PathEscape(key)
+	case "kv":
+		return "/key?k=" + url.QueryEscape(key)
+	case "lease":
+		return "/leases?prefix=" + url.QueryEscape(key)
+	case "session":
+		return "/sessions?prefix=" + url.QueryEscape(key)
+	}
+	return ""
 }
 
 // dict builds a map for a sub-template from key, value pairs.

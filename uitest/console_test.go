@@ -189,6 +189,10 @@ func TestConsoleLiveEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.seenText("#history li.fresh", "live/one")
+		p.click("#history li.fresh a.open") // the key's page, from the live event
+		p.seenText("#entry", "writer-9")
+		p.do("going back", chromedp.NavigateBack())
+		p.seenText("#live-state", "live")
 		if _, err := srv.Store.ClaimRun(ctx, s.held.ID, "agent-7"); err != nil { // a heartbeat
 			t.Fatal(err)
 		}

@@ -46,6 +46,17 @@
     if (b) { b.parentElement.hidden = true; }
   });
 
+  // link mirrors the server's: the page of an event's record.
+  function link(op, key) {
+    switch (op.split(".")[0]) {
+      case "workflow": return "/runs/" + encodeURIComponent(key);
+      case "kv": return "/key?k=" + encodeURIComponent(key);
+      case "lease": return "/leases?prefix=" + encodeURIComponent(key);
+      case "session": return "/sessions?prefix=" + encodeURIComponent(key);
+    }
+    return "";
+  }
+
   function pretty(v) { try { return JSON.stringify(v, null, 2); } catch (e) { return String(v); } }
 
   function eventItem(ev) {
@@ -58,6 +69,12 @@
     var op = document.createElement("span"); op.className = "op"; op.textContent = ev.op;
     var what = document.createElement("span"); what.className = "what"; what.textContent = ev.summary;
     li.append(t, " ", op, " ", what);
+    var href = link(ev.op, ev.key);
+    if (href) {
+      var a = document.createElement("a");
+      a.className = "open"; a.href = base + href; a.textContent = "open";
+      li.append(" ", a);
+    }
     if (ev.value !== undefined) {
       var d = document.createElement("details");
       var s = document.createElement("summary"); s.textContent = "JSON";
