@@ -191,6 +191,11 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mux.ServeHTTP(w, r)
 }
 
+// Static serves the console's embedded stylesheet and script (paths
+// /static/...), which hold nothing secret: a host may serve them without
+// authentication, for its sign-in page.
+func (c *Console) Static() http.Handler { return c.static }
+
 // Close ends the open event streams (at the start of a server's shutdown,
 // so that it does not wait for them) and refuses new ones.
 func (c *Console) Close() {

@@ -131,6 +131,7 @@ func (s *Sidecar) mountConsole(mux *http.ServeMux) {
 			inner.ServeHTTP(w, r)
 		})
 		mux.Handle("/ui/login", s.consoleLogin(auth))
+		mux.Handle("GET /ui/static/", http.StripPrefix("/ui", s.console.Static())) // for the sign-in page
 	} else {
 		h = loopbackHostOnly(h)
 	}
