@@ -248,6 +248,9 @@ type view struct {
 	HasTasks bool
 	Flash    string
 	Data     any
+	// After is the newest history event when the page was read: its
+	// script follows the change feed from there and offers a reload.
+	After int64
 }
 
 // A handler fills a page: its template name, title and data.
@@ -267,6 +270,9 @@ func (c *Console) page(h handler) http.HandlerFunc {
 		v.CanWrite = c.authorize(r, ScopeWrite) == nil
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 		defer cancel()
+		if evs, err := st.History(ctx, state.HistoryQuery{Limit: 1}); err == nil && len(evs) > 0 {
+			v.After = evs[0].ID
+		}
 		name, err := h(r.WithContext(ctx), st, v)
 		code := http.StatusOK
 		if err != nil {

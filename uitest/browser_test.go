@@ -262,3 +262,9 @@ func backends(t *testing.T, f func(t *testing.T, backend string)) {
 		t.Run(b, func(t *testing.T) { f(t, b) })
 	}
 }
+
+// seesNothingNew checks that the page announces no change yet.
+func (p *page) seesNothingNew() {
+	p.t.Helper()
+	p.unseen("#changes")
+}

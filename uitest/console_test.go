@@ -112,6 +112,18 @@ func TestConsoleRunsClaimsAndActions(t *testing.T) {
 		p.click("#flash .dismiss")
 		p.unseen("#flash")
 
+		// A change made elsewhere is announced on the open page, and a
+		// reload shows it.
+		p.seesNothingNew()
+		if _, err := srv.Store.CheckpointRun(context.Background(), s.held.ID, 3, map[string]string{"finding": "finding 3: from elsewhere"}); err != nil {
+			t.Fatal(err)
+		}
+		p.seenText("#changes", "1 change since this page was read")
+		p.click("#changes-reload")
+		p.seenText("#outputs", "finding 3")
+		p.unseen("#changes")
+		p.unseen("#flash") // the release's notice is not repeated by the reload
+
 		// Fail the other child; the parent's join counts it.
 		p.open(srv.URL + "/ui/runs/" + s.open.ID)
 		p.click("#act-fail")

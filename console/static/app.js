@@ -41,6 +41,13 @@
   tick();
   setInterval(tick, 250);
 
+  // The notice of an action is shown once: a reload must not repeat it.
+  if (window.URLSearchParams && location.search.indexOf("flash=") >= 0) {
+    var q = new URLSearchParams(location.search);
+    q.delete("flash");
+    history.replaceState(null, "", location.pathname + (q.toString() ? "?" + q : ""));
+  }
+
   document.addEventListener("click", function (e) {
     var b = e.target.closest(".dismiss");
     if (b) { b.parentElement.hidden = true; }
@@ -83,6 +90,25 @@
       li.append(d);
     }
     return li;
+  }
+
+  // A page of records follows the change feed from when it was read and
+  // says, without reloading under the reader's eyes, how many of its kind
+  // of records changed since.
+  var follow = document.querySelector("[data-follow]");
+  var changes = document.getElementById("changes");
+  if (follow && changes && window.EventSource) {
+    var kind = follow.dataset.follow, n = 0;
+    var fprefix = follow.dataset.prefix || "";
+    var fes = new EventSource(base + "/events/stream?after=" + encodeURIComponent(changes.dataset.after || "0") +
+      (fprefix ? "&prefix=" + encodeURIComponent(fprefix) : ""));
+    fes.onmessage = function (m) {
+      var ev = JSON.parse(m.data);
+      if (ev.op.indexOf(kind) !== 0 || ev.op === "workflow.heartbeat") return;
+      n++;
+      document.getElementById("changes-text").textContent = n + (n === 1 ? " change" : " changes") + " since this page was read";
+      changes.hidden = false;
+    };
   }
 
   var stream = document.getElementById("stream");
