@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 	"html/template"
@@ -81,6 +80,9 @@ func (s *Sidecar) newConsole() error {
 		return nil
 	}
 	authz := s.cfg.ConsoleAuthorize
+	if authz == nil && s.auth != nil {
+		authz = callerScopes
+	}
 	c, err := console.New(console.Options{
 		Store: s.store,
 		Namespace: func(r *http.Request) string {
@@ -106,9 +108,13 @@ func (s *Sidecar) mountConsole(mux *http.ServeMux) {
 		return
 	}
 	var h http.Handler = http.StripPrefix("/ui", s.console)
-	if len(s.cfg.Tokens) > 0 {
-		auth := newAuthenticator(s.cfg.Tokens, s.metrics.AuthFailed)
-		inner := auth.wrap(h)
+	if s.auth != nil {
+		auth := s.auth
+		authed := h
+		inner := auth.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			markAuthenticated(r) // its connection is no longer an anonymous one (conns.go)
+			authed.ServeHTTP(w, r)
+		}))
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Authorization") == "" {
 				ck, err := r.Cookie(consoleCookie)
@@ -123,11 +129,6 @@ func (s *Sidecar) mountConsole(mux *http.ServeMux) {
 				}
 				r.Header.Set("Authorization", "Bearer "+string(tok))
 			}
-			if s.tasks != nil {
-				// The tasks page shows the caller's own tasks, named by its
-				// token as taskFront names them for /mcp.
-				r = r.WithContext(context.WithValue(r.Context(), principalKey{}, tokenPrincipal(r.Header.Get("Authorization"))))
-			}
 			inner.ServeHTTP(w, r)
 		})
 		mux.Handle("/ui/login", s.consoleLogin(auth))
@@ -137,6 +138,29 @@ func (s *Sidecar) mountConsole(mux *http.ServeMux) {
 	}
 	mux.Handle("/ui/", h)
 	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
+}
+
+// consoleAccess is the access level each console scope needs.
+var consoleAccess = map[console.Scope]mcpadapter.Access{
+	console.ScopeRead:  mcpadapter.AccessRead,
+	console.ScopeWrite: mcpadapter.AccessWrite,
+	console.ScopeAdmin: mcpadapter.AccessAdmin,
+}
+
+// callerScopes is the console's authorization when the sidecar
+// authenticates: the caller's access (its token's scopes, state:read,
+// state:write or state:admin by default) must cover what the page or
+// action needs, as for the tools.
+func callerScopes(r *http.Request, need console.Scope) error {
+	c, ok := mcpadapter.CallerFrom(r.Context())
+	if !ok {
+		return fmt.Errorf("%w: not authenticated", console.ErrForbidden)
+	}
+	if c.Access < consoleAccess[need] {
+		return fmt.Errorf("%w: this needs %s access, and this token has %s access", console.ErrForbidden,
+			consoleAccess[need], c.Access)
+	}
+	return nil
 }
 
 // loopbackHostOnly refuses a request whose Host is not a loopback name: a
@@ -181,7 +205,7 @@ func (s *Sidecar) consoleLogin(auth *authenticator) http.Handler {
 		case http.MethodPost:
 			r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 			tok := strings.TrimSpace(r.PostFormValue("token"))
-			probe := &http.Request{Header: http.Header{"Authorization": {"Bearer " + tok}}}
+			probe := (&http.Request{Header: http.Header{"Authorization": {"Bearer " + tok}}}).WithContext(r.Context())
 			if _, err := auth.authenticate(probe); err != nil || tok == "" {
 				if auth.onFailure != nil {
 					auth.onFailure()

@@ -91,7 +91,8 @@ func TestConsoleWithoutTokensAnswersLoopbackHostsOnly(t *testing.T) {
 // bad token is refused, and ConsoleAuthorize can refuse the actions.
 func TestConsoleWithTokensSignsInAndShowsTheTokensNamespace(t *testing.T) {
 	cfg := memConfig()
-	cfg.Tokens = []Token{{"alpha-secret", "team-a"}, {"beta-secret", "team-b"}}
+	cfg.Tokens = []Token{{Secret: "alpha-secret", Namespace: "team-a"}, {Secret: "beta-secret", Namespace: "team-b"},
+		{Secret: "reader-secret", Namespace: "team-a", Scopes: []string{"state:read"}}}
 	r := startHTTP(t, cfg)
 	a, _ := r.Store().Namespace("team-a")
 	b, _ := r.Store().Namespace("team-b")
@@ -150,6 +151,35 @@ func TestConsoleWithTokensSignsInAndShowsTheTokensNamespace(t *testing.T) {
 		t.Errorf("team-a reading team-b's run: %d, want 404", resp.StatusCode)
 	}
 
+	// A token with the read scope only sees the run, without its actions,
+	// and may not take them.
+	run0, _ := a.CreateRun(context.Background(), "y", nil)
+	req, _ := http.NewRequest(http.MethodGet, r.URL+"/ui/runs/"+run0.ID, nil)
+	req.Header.Set("Authorization", "Bearer reader-secret")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Contains(string(body), "Fail run") {
+		t.Errorf("a reader's run page: %d, shows the actions: %v", resp.StatusCode, strings.Contains(string(body), "Fail run"))
+	}
+	req, _ = http.NewRequest(http.MethodPost, r.URL+"/ui/act/fail", strings.NewReader(url.Values{"run": {run0.ID}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer reader-secret")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a reader failing a run: %d, want 403", resp.StatusCode)
+	}
+	if got, _ := a.GetRun(context.Background(), run0.ID); got.Status.Finished() {
+		t.Error("a reader failed a run")
+	}
+
 	// The scope hook refuses the action; the run stays open.
 	cfg.ConsoleAuthorize = func(r *http.Request, need console.Scope) error {
 		if need != console.ScopeRead {
@@ -160,7 +190,7 @@ func TestConsoleWithTokensSignsInAndShowsTheTokensNamespace(t *testing.T) {
 	r2 := startHTTP(t, cfg)
 	a2, _ := r2.Store().Namespace("team-a")
 	run, _ := a2.CreateRun(context.Background(), "x", nil)
-	req, _ := http.NewRequest(http.MethodPost, r2.URL+"/ui/act/fail", strings.NewReader(url.Values{"run": {run.ID}}.Encode()))
+	req, _ = http.NewRequest(http.MethodPost, r2.URL+"/ui/act/fail", strings.NewReader(url.Values{"run": {run.ID}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Authorization", "Bearer alpha-secret")
 	resp, err = http.DefaultClient.Do(req)

@@ -31,8 +31,11 @@ type Sidecar struct {
 	mcp      *server.MCPServer
 	mcpHTTP  *server.StreamableHTTPServer
 	sessions *sessions // stateful HTTP only
+	admit    *admission
+	conns    *connTracker
 	tasks    *mcptasks.Tasks
 	console  *console.Console // nil when the console is off (console.go)
+	auth     *authenticator   // nil without authentication
 	handler  http.Handler
 	draining atomic.Bool
 
@@ -52,7 +55,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 	for _, w := range cfg.warnings {
 		log.Warn("setting ignored", "why", w)
 	}
-	s := &Sidecar{cfg: cfg, log: log, metrics: NewMetrics()}
+	s := &Sidecar{cfg: cfg, metrics: NewMetrics()}
+	s.log = limitLogs(log, s.metrics.reg) // logs.go: a flood logs a bounded number of lines
+	log = s.log
 	s.hardStop, s.hardCancel = context.WithCancel(context.Background())
 	s.store, err = state.DefaultURLMux().Open(ctx, u, s.storeOptions())
 	if errors.Is(err, sqlitestate.ErrPythonDatabase) {
@@ -72,7 +77,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		}
 	}
 	s.metrics.SetInfo(s.store.Backend(), cfg.Transport)
+	if cfg.Transport == TransportHTTP && cfg.authenticates() {
+		if s.auth, err = s.newAuthenticator(ctx); err != nil {
+			_ = s.store.Close()
+			return nil, err
+		}
+	}
 	s.mcp = mcpadapter.NewServer(s.store, &mcpadapter.Options{
+		Authorize:      s.authorize,
 		AllowReset:     cfg.AllowReset,
 		ClaimTTL:       cfg.ClaimTTL,
 		Observe:        s.metrics.ObserveTool,
@@ -83,8 +95,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		_ = s.store.Close()
 		return nil, err
 	}
+	s.admit = newAdmission(cfg.Fair, s.metrics.reg)
+	s.conns = newConnTracker(cfg, s.metrics.reg)
 	if cfg.Stateful {
-		s.sessions = newSessions(cfg.MaxSessions)
+		s.sessions = newSessions(cfg.MaxSessions, s.admit.endSession)
 		s.metrics.watchSessions(s.sessions.count)
 	}
 	s.mcpHTTP = server.NewStreamableHTTPServer(s.mcp, s.httpOptions()...)
@@ -135,6 +149,9 @@ func (s *Sidecar) serverOptions() []server.ServerOption {
 	var opts []server.ServerOption
 	if s.cfg.Transport == TransportStdio {
 		opts = append(opts, server.WithToolHandlerMiddleware(s.detach))
+	}
+	if s.cfg.AccessLog {
+		opts = append(opts, server.WithToolHandlerMiddleware(s.accessLog))
 	}
 	return append(opts, server.WithToolHandlerMiddleware(s.deadline))
 }
