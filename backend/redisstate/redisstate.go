@@ -35,7 +35,11 @@
 // that do nothing they do not need, and every redis.call and every helper a
 // script defines costs: Get reads Redis's clock only for a record that can
 // expire, and Set, the commonest commit (one put and its own history
-// event), skips the generic commit's bookkeeping.
+// event), skips the generic commit's bookkeeping. The Gets, claims and
+// lease calls of one namespace that wait at the same moment share one
+// script call (batch.go, Options.Senders and MaxBatch), so that concurrent
+// callers share a script's start and its reads and writes of the
+// namespace's counters, history list and channel.
 //
 // Revisions (versions, fences) and event ids count per namespace: a global
 // counter would put every namespace in one slot. The revision counter and
