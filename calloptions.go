@@ -42,6 +42,12 @@ type DeleteOption interface {
 	deleteOption()
 }
 
+// DeleteRunOption is an option of DeleteRun: WithAgent.
+type DeleteRunOption interface {
+	option
+	deleteRunOption()
+}
+
 // ListOption is an option of List and ListRuns: WithLimit and WithCursor.
 type ListOption interface {
 	option
@@ -91,12 +97,13 @@ type TTLOption interface {
 }
 
 // AgentOption is the option WithAgent returns, honoured by Set,
-// SetSession, SetMany, Delete, DeleteSession, CreateRun, CheckpointRun,
-// CompleteRun and FailRun.
+// SetSession, SetMany, Delete, DeleteSession, DeleteRun, CreateRun,
+// CheckpointRun, CompleteRun and FailRun.
 type AgentOption interface {
 	SetOption
 	SetManyOption
 	DeleteOption
+	DeleteRunOption
 	CreateOption
 	CheckpointOption
 	FinishOption
@@ -130,7 +137,7 @@ type FenceOption interface {
 func WithTTL(ttl time.Duration) TTLOption { return ttlOption(ttl) }
 
 // WithAgent records who writes (Set, Delete, SetMany, SetSession,
-// DeleteSession, CreateRun) and, for CheckpointRun, CompleteRun and FailRun,
+// DeleteSession, DeleteRun, CreateRun) and, for CheckpointRun, CompleteRun and FailRun,
 // requires that this agent holds the run's live claim. An agent that
 // restarted and reuses the holder's id passes this check: only WithFence
 // tells them apart.
@@ -219,6 +226,7 @@ func (v agentOption) apply(o *callOptions) { o.set |= optAgent; o.agent = string
 func (agentOption) setOption()             {}
 func (agentOption) setManyOption()         {}
 func (agentOption) deleteOption()          {}
+func (agentOption) deleteRunOption()       {}
 func (agentOption) createOption()          {}
 func (agentOption) checkpointOption()      {}
 func (agentOption) finishOption()          {}

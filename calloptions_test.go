@@ -28,6 +28,7 @@ var optionCalls = []struct {
 	{"SetMany", "SetManyOption", `st.SetMany(ctx, nil, %s)`, []string{"WithTTL", "WithAgent"}},
 	{"Delete", "DeleteOption", `st.Delete(ctx, "k", %s)`, []string{"WithAgent", "IfVersion"}},
 	{"DeleteSession", "DeleteOption", `st.DeleteSession(ctx, "s", %s)`, []string{"WithAgent", "IfVersion"}},
+	{"DeleteRun", "DeleteRunOption", `st.DeleteRun(ctx, "wf-1", %s)`, []string{"WithAgent"}},
 	{"List", "ListOption", `st.List(ctx, "", %s)`, []string{"WithLimit", "WithCursor"}},
 	{"ListRuns", "ListOption", `st.ListRuns(ctx, %s)`, []string{"WithLimit", "WithCursor"}},
 	{"CreateRun", "CreateOption", `st.CreateRun(ctx, "job", nil, %s)`, []string{"WithAgent", "WithParent", "WithJoin", "WithIdempotencyKey"}},

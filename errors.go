@@ -45,6 +45,12 @@ var (
 	// or is a join parent that was released and claimed by its aggregator
 	// (it takes no more children); a *ParentError names it.
 	ErrParentFinished = errors.New("parent run takes no more children")
+	// ErrNotFinished: DeleteRun was asked to delete a run that is still
+	// open (waiting, created, claimed or running).
+	ErrNotFinished = errors.New("workflow not finished")
+	// ErrHasChildren: DeleteRun was asked to delete a run that has
+	// children; delete them first.
+	ErrHasChildren = errors.New("workflow has children")
 )
 
 // An Error records a failed Store operation and the key it concerned.

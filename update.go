@@ -23,6 +23,14 @@ type Write struct {
 	TTL time.Duration
 	// AgentID is recorded as the writer, as with WithAgent.
 	AgentID string
+	// Private keeps the value out of history: the write's kv.set event
+	// records {"size":N} (the value's length in bytes) in place of the
+	// value, as a session's events do, and neither it nor a kv.delete of
+	// the entry records the previous value. Waiters (WaitKey, Watch) are
+	// woken as for any write. Use it for entries whose content must not
+	// outlive them in history; a later write that is not Private records
+	// the value it replaces as usual.
+	Private bool
 }
 
 // An UpdateFunc computes the writes of an Update from the entries its keys
@@ -159,8 +167,12 @@ func (s *Store) updateTxn(writes []Write, read map[string]backend.Record, now ti
 			case !wasRead:
 				return nil, nil, nil, invalid(field+".key", "is deleted but was not read by the update (only keys read can be deleted)")
 			case r.Live():
+				ev := backend.Event{Key: w.Key, Op: "kv.delete", Prev: r.Value, Writer: w.AgentID}
+				if w.Private {
+					ev.Prev = nil
+				}
 				txn.Then = append(txn.Then, backend.Op{Kind: backend.OpDelete, Key: rk})
-				txn.Events = append(txn.Events, backend.Event{Key: w.Key, Op: "kv.delete", Prev: r.Value, Writer: w.AgentID})
+				txn.Events = append(txn.Events, ev)
 			}
 			continue
 		}
@@ -177,6 +189,8 @@ func (s *Store) updateTxn(writes []Write, read map[string]backend.Record, now ti
 		}
 		ev := backend.Event{Key: w.Key, Op: "kv.set", Value: val, Writer: w.AgentID}
 		switch {
+		case w.Private:
+			ev.Value = sizeJSON(len(val))
 		case r.Live():
 			ev.Prev = r.Value
 		case !wasRead:

@@ -43,9 +43,14 @@
 // later on another replica finds the task. The task's listing entry and its
 // last checkpoint carry the same TTL: when the task expires, every request
 // answers as for an unknown task, and the store's sweeper removes its entries
-// as it removes any expired entry. (The run, a few hundred bytes recording
-// who ran the task, with which attempts and fences, stays: the store has no
-// retention for finished runs yet.)
+// as it removes any expired entry. The run is deleted (state.Store.DeleteRun)
+// as soon as it finishes, which it does once the task is finished or gone: the
+// record keeps the outcome, fence and attempt the run held. A run whose
+// worker died before deleting it is deleted by a later sweep, and the run of
+// a task that expired unfinished is taken over by a sweep, finished and
+// deleted. A task's writes keep its content out of history (their events
+// record sizes: state.Write.Private), and the same sweep trims the
+// namespace's history to Options.HistoryMaxAge (MaxTTL by default).
 //
 // # Execution: at-least-once, recorded once
 //

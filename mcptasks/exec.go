@@ -72,7 +72,8 @@ func (t *Tasks) sweep() {
 
 // sweepOnce starts every claimable task run: one whose worker's claim
 // expired or was given back, or one created at least ClaimTTL ago and
-// never claimed (its creator died before it could start it).
+// never claimed (its creator died before it could start it). It then
+// deletes finished runs that their worker left behind.
 func (t *Tasks) sweepOnce(ctx context.Context) error {
 	q := state.RunQuery{Claimable: true, Limit: 100}
 	for {
@@ -86,6 +87,67 @@ func (t *Tasks) sweepOnce(ctx context.Context) error {
 				continue // its creator is about to claim it
 			}
 			t.spawn(context.Background(), r.ID, r.Name, true)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		q.Cursor = page.NextCursor
+	}
+	for _, st := range []state.Status{state.StatusDone, state.StatusFailed} {
+		if err := t.deleteFinished(ctx, st); err != nil {
+			return err
+		}
+	}
+	return t.trimHistory(ctx)
+}
+
+// trimEvery is how often, at most, a sweep trims the task namespace's
+// history.
+const trimEvery = time.Minute
+
+// trimHistory removes the task namespace's history older than
+// HistoryMaxAge, at most once every trimEvery. The sweep runs in one
+// goroutine, so t.trimmed needs no lock.
+func (t *Tasks) trimHistory(ctx context.Context) error {
+	now := t.now()
+	if t.o.HistoryMaxAge < 0 || now.Sub(t.trimmed) < trimEvery {
+		return nil
+	}
+	if _, err := t.st.TrimHistory(ctx, now.Add(-t.o.HistoryMaxAge)); err != nil {
+		return err
+	}
+	t.trimmed = now
+	return nil
+}
+
+// deleteFinished deletes the task runs in status st that a worker finished
+// but did not delete (its process died in between): those whose task is
+// finished or gone. Normally there are none, so this costs one listing.
+func (t *Tasks) deleteFinished(ctx context.Context, st state.Status) error {
+	q := state.RunQuery{Status: st, Limit: 100}
+	for {
+		page, err := t.st.DiscoverRuns(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, r := range page.Runs {
+			if !validID(r.Name) {
+				continue // not a task's run
+			}
+			e, err := t.st.Get(ctx, taskKey(r.Name))
+			switch {
+			case errors.Is(err, state.ErrNotFound):
+			case err != nil:
+				return err
+			default:
+				rec, err := decodeRecord(e.Value)
+				if err != nil || rec.Run != r.ID || !terminal(rec.Status) {
+					continue
+				}
+			}
+			if _, err := t.st.DeleteRun(ctx, r.ID, state.WithAgent(t.worker)); err != nil {
+				return err
+			}
 		}
 		if page.NextCursor == "" {
 			return nil
@@ -109,7 +171,7 @@ func (t *Tasks) execute(base context.Context, ex *execution, run, id string, tak
 	e, err := t.st.Get(t.ctx, taskKey(id))
 	if errors.Is(err, state.ErrNotFound) {
 		// Expired, or the run of a task whose creation failed.
-		_, _ = t.st.FailRun(t.ctx, run, fence)
+		t.finishRun(run, fence, false)
 		return
 	}
 	if err != nil {
@@ -119,11 +181,11 @@ func (t *Tasks) execute(base context.Context, ex *execution, run, id string, tak
 	rec, err := decodeRecord(e.Value)
 	if err != nil || rec.Run != run {
 		t.log.Error("mcptasks: a task run has no task record of its own", "task_run", run, "err", err)
-		_, _ = t.st.FailRun(t.ctx, run, fence)
+		t.finishRun(run, fence, false)
 		return
 	}
 	if terminal(rec.Status) {
-		_, _ = t.st.CompleteRun(t.ctx, run, fence)
+		t.finishRun(run, fence, true)
 		return
 	}
 	if takeover || claim.Reclaimed {
@@ -163,9 +225,9 @@ func (t *Tasks) execute(base context.Context, ex *execution, run, id string, tak
 	status, err := t.runCall(ctx, exe, rec, changed)
 	switch {
 	case err == nil && status == StatusFailed:
-		_, _ = t.st.FailRun(t.ctx, run, fence)
+		t.finishRun(run, fence, false)
 	case err == nil:
-		_, _ = t.st.CompleteRun(t.ctx, run, fence)
+		t.finishRun(run, fence, true)
 	case ctx.Err() != nil:
 		switch cause := context.Cause(ctx); {
 		case errors.Is(cause, errShutdown), errors.Is(cause, errLostClaim):
@@ -176,9 +238,9 @@ func (t *Tasks) execute(base context.Context, ex *execution, run, id string, tak
 			// Cancelled (its record says so) or expired (no record).
 			_, gerr := t.st.Get(t.ctx, taskKey(id))
 			if errors.Is(gerr, state.ErrNotFound) {
-				_, _ = t.st.FailRun(t.ctx, run, fence)
+				t.finishRun(run, fence, false)
 			} else {
-				_, _ = t.st.CompleteRun(t.ctx, run, fence)
+				t.finishRun(run, fence, true)
 			}
 		}
 		// Any other cause is not this package's: the claim is left to
@@ -194,15 +256,36 @@ func (t *Tasks) execute(base context.Context, ex *execution, run, id string, tak
 func (t *Tasks) endRun(run string, fence state.FinishOption, err error) {
 	switch {
 	case errors.Is(err, errFinished):
-		_, _ = t.st.CompleteRun(t.ctx, run, fence)
+		t.finishRun(run, fence, true)
 	case errors.Is(err, errNoTask):
-		_, _ = t.st.FailRun(t.ctx, run, fence)
+		t.finishRun(run, fence, false)
 	case errors.Is(err, errStale):
 	default:
 		if t.ctx.Err() == nil {
 			t.log.Warn("mcptasks: recording a task failed", "task_run", run, "err", err)
 		}
 		t.giveBack(run)
+	}
+}
+
+// finishRun finishes run (done, or failed) and deletes it: a run is
+// finished once its task is finished or gone, and then records nothing the
+// task needs (the task's record keeps its outcome, fence and attempt until
+// it expires). A worker that still holds an older claim finds no run to
+// heartbeat and stops. A run left finished by a process that died between
+// the two calls is deleted by a later sweep.
+func (t *Tasks) finishRun(run string, fence state.FinishOption, done bool) {
+	var err error
+	if done {
+		_, err = t.st.CompleteRun(t.ctx, run, fence)
+	} else {
+		_, err = t.st.FailRun(t.ctx, run, fence)
+	}
+	if err != nil && !errors.Is(err, state.ErrFinished) {
+		return // not ours to finish (a successor's claim), or a failed write: the sweep sees it again
+	}
+	if _, err := t.st.DeleteRun(t.ctx, run, state.WithAgent(t.worker)); err != nil && t.ctx.Err() == nil {
+		t.log.Warn("mcptasks: deleting a finished task run failed", "task_run", run, "err", err)
 	}
 }
 

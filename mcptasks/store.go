@@ -72,15 +72,18 @@ func (t *Tasks) create(ctx context.Context, owner Owner, version, tool string, p
 		}
 		live.Tasks[id] = exp
 		return []state.Write{
-			{Key: taskKey(id), Value: json.RawMessage(val), TTL: ttl},
-			{Key: listKey(owner, rec.CreatedMs, id), Value: json.RawMessage("0"), TTL: ttl},
-			{Key: liveKey(owner), Value: live, TTL: time.Duration(max(last, exp)-now.UnixMilli()) * time.Millisecond},
+			{Key: taskKey(id), Value: json.RawMessage(val), TTL: ttl, Private: true},
+			{Key: listKey(owner, rec.CreatedMs, id), Value: json.RawMessage("0"), TTL: ttl, Private: true},
+			{Key: liveKey(owner), Value: live, TTL: time.Duration(max(last, exp)-now.UnixMilli()) * time.Millisecond, Private: true},
 		}, nil
 	})
 	if err != nil {
 		// Nobody will run the task: end its run now rather than when a
 		// sweeper finds it.
-		_, _ = t.st.FailRun(context.WithoutCancel(ctx), run.ID)
+		ctx := context.WithoutCancel(ctx)
+		if _, ferr := t.st.FailRun(ctx, run.ID); ferr == nil {
+			_, _ = t.st.DeleteRun(ctx, run.ID, state.WithAgent(t.worker))
+		}
 		return nil, err
 	}
 	return rec, nil
@@ -237,7 +240,7 @@ func (t *Tasks) recordWrite(rec *record, now time.Time) (state.Write, error) {
 	if err != nil {
 		return state.Write{}, err
 	}
-	return state.Write{Key: taskKey(rec.ID), Value: json.RawMessage(val), TTL: left}, nil
+	return state.Write{Key: taskKey(rec.ID), Value: json.RawMessage(val), TTL: left, Private: true}, nil
 }
 
 // leaveLive takes task id out of the live set e (read by an Update): no
@@ -253,9 +256,9 @@ func (t *Tasks) leaveLive(e state.Entry, id string, now time.Time) []state.Write
 	delete(live.Tasks, id)
 	last := live.prune(now.UnixMilli())
 	if len(live.Tasks) == 0 {
-		return []state.Write{{Key: e.Key, Delete: true}}
+		return []state.Write{{Key: e.Key, Delete: true, Private: true}}
 	}
-	return []state.Write{{Key: e.Key, Value: live, TTL: time.Duration(last-now.UnixMilli()) * time.Millisecond}}
+	return []state.Write{{Key: e.Key, Value: live, TTL: time.Duration(last-now.UnixMilli()) * time.Millisecond, Private: true}}
 }
 
 // answer records inputResponses for owner's task id: only answers to
@@ -353,7 +356,7 @@ func (t *Tasks) checkpoint(ctx context.Context, rec *record, fence, attempt int6
 		return errNoTask
 	}
 	_, err = t.write(ctx, rec, fence, attempt, false, func(*record) {},
-		state.Write{Key: checkpointKey(rec.ID), Value: json.RawMessage(b), TTL: left})
+		state.Write{Key: checkpointKey(rec.ID), Value: json.RawMessage(b), TTL: left, Private: true})
 	return err
 }
 

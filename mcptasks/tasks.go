@@ -80,6 +80,16 @@ type Options struct {
 	// negative value disables takeover by this process (it still runs the
 	// tasks it accepts).
 	SweepInterval time.Duration
+	// HistoryMaxAge is how long the task namespace keeps its history. A
+	// task's writes are private (state.Write.Private): their events record
+	// the task's id, the time, the worker and a size, never the params, the
+	// result or a checkpoint. The sweep that takes tasks over also removes,
+	// at most once a minute, the events older than this
+	// (state.Store.TrimHistory). Defaults to MaxTTL, so that not even those
+	// outlive the longest task; set it to the shortest TTL given to tasks
+	// to have them outlive no task. A negative value leaves the history to
+	// the store's own retention.
+	HistoryMaxAge time.Duration
 	// Worker names this process in claims and history. Defaults to the host
 	// name, the process id and random characters.
 	Worker string
@@ -133,6 +143,8 @@ type Tasks struct {
 	ctx  context.Context // ends at Close
 	stop context.CancelFunc
 	wg   sync.WaitGroup
+
+	trimmed time.Time // when the sweep last trimmed history (by now)
 }
 
 // ServerOptions are the options an mcp-go server needs to advertise tasks
@@ -189,6 +201,7 @@ func (o *Options) fill() error {
 	def(&o.PollInterval, DefaultPollInterval)
 	def(&o.ClaimTTL, DefaultClaimTTL)
 	def(&o.SweepInterval, DefaultSweepInterval)
+	def(&o.HistoryMaxAge, o.MaxTTL)
 	if o.MaxLive == 0 {
 		o.MaxLive = DefaultMaxLive
 	}

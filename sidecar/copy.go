@@ -19,7 +19,7 @@ import (
 // FROM_URL and TO_URL are store URLs, as state.Open takes them:
 // sqlite:///abs/path.db, redis://host:6379/0, postgres://..., s3://bucket/prefix,
 // file:///abs/dir. Without -namespace it copies every namespace of a
-// source that can name them (the object-store backends), else "default".
+// source that can name them (every built-in backend), else "default".
 // Every target namespace must be empty. Stop the sidecars writing to the
 // source first: the copy reads it as it goes. Progress goes to stderr, the
 // summary to stdout.

@@ -88,7 +88,7 @@ func runDriver(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 
 func runStore(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 	var cases []testCase[storeEnv]
-	for _, group := range [][]testCase[storeEnv]{kvCases(), workflowCases(), discoverCases(), leaseCases(),
+	for _, group := range [][]testCase[storeEnv]{kvCases(), workflowCases(), deleteRunCases(), discoverCases(), leaseCases(),
 		sessionCases(), historyCases(), storeCases(), badInputCases(), raceCases(), updateCases(), expiryCases(), retentionCases(),
 		childrenCases(), waitCases()} {
 		cases = append(cases, group...)

@@ -21,6 +21,38 @@ func ops(evs []state.Event) []string {
 
 func historyCases() []testCase[storeEnv] {
 	return []testCase[storeEnv]{
+		{"TrimHistoryRemovesOldEntriesOnly", func(t *testing.T, e storeEnv) {
+			is := is.New(t)
+			const n, young = 200, 70
+			for i := range n {
+				_, err := e.st.Set(ctx, "k", i)
+				is.NoErr(err)
+				e.clk.Advance(time.Second)
+			}
+			cut := t0.Add((n - young) * time.Second)
+			removed, err := e.st.TrimHistory(ctx, cut)
+			is.NoErr(err)
+			if _, ok := e.st.Driver().(backend.HistoryTrimmer); !ok {
+				is.Equal(removed, int64(0)) // a driver that cannot trim removes nothing
+				return
+			}
+			left, err := e.st.History(ctx, state.HistoryQuery{Limit: 1000})
+			is.NoErr(err)
+			is.Equal(int64(len(left)), n-removed) // it reports what it removed
+			kept := 0
+			for _, ev := range left {
+				if !ev.Time.Before(cut) {
+					kept++
+				}
+			}
+			is.Equal(kept, young)                       // every entry from the bound on stays
+			is.True(len(left)-young <= 64)              // at most 64 older ones stay
+			is.True(removed >= n-young-64)              // the rest is gone
+			is.True(!left[len(left)-1].Time.After(cut)) // what stays is the newest
+			again, err := e.st.TrimHistory(ctx, t0)
+			is.NoErr(err)
+			is.Equal(again, int64(0)) // nothing is older than the first entry
+		}},
 		{"HistoryRecordsKeyValueTransitions", func(t *testing.T, e storeEnv) {
 			is := is.New(t)
 			_, _ = e.st.Set(ctx, "k", "v1", state.WithAgent("a1"))

@@ -18,6 +18,31 @@ var errRefused = errors.New("refused by the update function")
 
 func updateCases() []testCase[storeEnv] {
 	return []testCase[storeEnv]{
+		{"UpdatePrivateWritesKeepValuesOutOfHistory", func(t *testing.T, e storeEnv) {
+			is := is.New(t)
+			must(e.st.Set(ctx, "secret", "old words"))
+			_, err := e.st.Update(ctx, []string{"secret"}, func([]state.Entry) ([]state.Write, error) {
+				return []state.Write{{Key: "secret", Value: "new words", Private: true},
+					{Key: "unread", Value: "other words", Private: true}}, nil
+			})
+			is.NoErr(err)
+			got, err := e.st.Get(ctx, "secret")
+			is.NoErr(err)
+			is.Equal(string(got.Value), `"new words"`) // the entry holds the value
+			_, err = e.st.Update(ctx, []string{"secret"}, func([]state.Entry) ([]state.Write, error) {
+				return []state.Write{{Key: "secret", Delete: true, Private: true}}, nil
+			})
+			is.NoErr(err)
+			evs, err := e.st.History(ctx, state.HistoryQuery{Limit: 10})
+			is.NoErr(err)
+			is.Equal(ops(evs), []string{"kv.delete", "kv.set", "kv.set", "kv.set"})
+			is.Equal(evs[0].Prev, json.RawMessage(nil))   // a private delete records no previous value
+			is.Equal(string(evs[1].Value), `{"size":13}`) // a private set records the value's size
+			is.Equal(evs[1].Prev, json.RawMessage(nil))   // and no previous value, read or not
+			is.Equal(string(evs[2].Value), `{"size":11}`)
+			is.Equal(evs[2].Prev, json.RawMessage(nil))
+			is.Equal(string(evs[3].Value), `"old words"`) // a plain Set is recorded as ever
+		}},
 		{"UpdateSeesEntriesAndAppliesEveryWrite", func(t *testing.T, e storeEnv) {
 			is := is.New(t)
 			a := must(e.st.Set(ctx, "a", 1))

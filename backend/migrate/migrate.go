@@ -7,11 +7,16 @@
 // and time.
 //
 // The target gives the copied records and events revisions and ids of its
-// own. A target that can raise its revision counter (RevisionRaiser: the
-// object-store backends) first makes its revisions start above every
-// revision of the source, so that a lease's fence and an entry's version
-// only grow across the move. Other targets number from where they are,
-// which Report says: fences held across such a move should be taken again.
+// own. A target that can raise its revision counter (RevisionRaiser: every
+// built-in backend) first makes its revisions start above every revision
+// of the source, so that a lease's fence and an entry's version only grow
+// across the move. Other targets (a driver from outside the module without
+// the method) number from where they are, which Report says: fences held
+// across such a move should be taken again. A run's fence is part of its
+// record and is copied as it is.
+//
+// Without Options.Namespaces, Copy copies every namespace of a source that
+// can name them (NamespaceLister: every built-in backend).
 //
 // Copy writes into empty namespaces only and reads the source as it goes:
 // stop the writers first (a copy taken while they write may mix states).
