@@ -175,10 +175,10 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts *Options) (*Driver
 	d := &Driver{rdb: rdb, prefix: o.Prefix, registry: "{" + o.Prefix + "}:namespaces", own: o.CloseClient}
 	d.gets = &batcher[string, backend.Record]{d: d, script: getScript, args: getArgs,
 		reply: getReply, op: "get", limit: o.Senders, max: o.MaxBatch}
-	d.claims = &batcher[*backend.ClaimQuery, backend.ClaimResult]{d: d, script: claimScript, args: claimArgs,
-		reply: claimReply, op: "claim", limit: o.Senders, max: o.MaxBatch}
-	d.leases = &batcher[*backend.LeaseQuery, backend.LeaseResult]{d: d, script: leaseScript, args: leaseArgs,
-		reply: leaseReply, op: "lease", limit: o.Senders, max: o.MaxBatch}
+	d.claims = &batcher[*backend.ClaimQuery, backend.ClaimResult]{d: d, script: claimScript, one: claimOneScript,
+		args: claimArgs, reply: claimReply, op: "claim", limit: o.Senders, max: o.MaxBatch}
+	d.leases = &batcher[*backend.LeaseQuery, backend.LeaseResult]{d: d, script: leaseScript, one: leaseOneScript,
+		args: leaseArgs, reply: leaseReply, op: "lease", limit: o.Senders, max: o.MaxBatch}
 	if err := d.load(ctx); err != nil {
 		return nil, fmt.Errorf("redisstate: connecting to Redis: %w", err)
 	}

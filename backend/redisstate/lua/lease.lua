@@ -3,10 +3,11 @@
 -- code in package state (lease.go) and writing the same records and
 -- events. The lease record's writer is the holder and its create revision
 -- the fence. The driver sends the lease calls of one namespace that wait
--- at the same moment together (batch.go); a call made alone is a batch of
--- one, so there is one code path. It stands alone and spells out the
--- record and event formats of rec.lua and ev.lua: it is a hot path, and
--- helpers cost even unused.
+-- at the same moment together (batch.go); a call made alone goes to
+-- leaseone.lua, which must decide and write exactly as this script does
+-- for a batch of one (the conformance suite runs through each). It stands
+-- alone and spells out the record and event formats of rec.lua and ev.lua:
+-- it is a hot path, and helpers cost even unused.
 --
 -- A batch shares what it can: one TIME, one MGET of every lease and
 -- counter, one MSET of every record written (the revision counter too),
