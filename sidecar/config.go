@@ -118,6 +118,8 @@ type Config struct {
 	// without a request (a session with an open GET stream is kept alive by
 	// heartbeats).
 	SessionIdleTimeout time.Duration
+	// Fair is each tenant's share of the HTTP server (admission.go).
+	Fair FairConfig
 
 	// Tasks configures durable MCP tasks (tasks.go).
 	Tasks TaskConfig
@@ -173,6 +175,7 @@ func Defaults() Config {
 		MaxSessions:           1000,
 		SessionIdleTimeout:    5 * time.Minute,
 
+		Fair:  DefaultFairConfig(),
 		Tasks: DefaultTaskConfig(),
 
 		ShutdownTimeout: 25 * time.Second,
@@ -210,6 +213,10 @@ type loader struct {
 	bad  []badValue
 	fs   *flag.FlagSet
 	name string
+	// help is where -h prints usage (standard output for the command);
+	// a parse error prints nothing: it is returned.
+	help  io.Writer
+	usage func(w io.Writer)
 }
 
 // badValue is a value a setting rejected, and where it came from.
@@ -220,9 +227,10 @@ type badValue struct {
 }
 
 // newLoader applies the environment and declares a flag per setting on a
-// flag set that prints usageFor(name, commands) for -h.
+// flag set whose -h prints writeUsage(name, commands) to usage.
 func newLoader(name string, lookupEnv func(string) (string, bool), usage io.Writer, commands []Command) *loader {
-	l := &loader{c: Defaults(), name: name}
+	l := &loader{c: Defaults(), name: name, help: usage,
+		usage: func(w io.Writer) { writeUsage(w, name, commands) }}
 	for i := range settings {
 		s := &settings[i]
 		v, ok := lookupEnv(s.env)
@@ -234,8 +242,8 @@ func newLoader(name string, lookupEnv func(string) (string, bool), usage io.Writ
 		}
 	}
 	l.fs = flag.NewFlagSet(name, flag.ContinueOnError)
-	l.fs.SetOutput(usage)
-	l.fs.Usage = func() { writeUsage(usage, name, commands) }
+	l.fs.SetOutput(io.Discard) // parse prints the help, and returns errors
+	l.fs.Usage = func() {}
 	for i := range settings {
 		s := &settings[i]
 		set := func(v string) error {
@@ -256,13 +264,15 @@ func newLoader(name string, lookupEnv func(string) (string, bool), usage io.Writ
 	return l
 }
 
-// parse parses the flags; -h is flag.ErrHelp.
+// parse parses the flags. -h prints the usage to l.help and is
+// flag.ErrHelp; a bad flag is an ErrConfig error, printed by nobody here.
 func (l *loader) parse(args []string) error {
 	if err := l.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			l.usage(l.help)
 			return err
 		}
-		return fmt.Errorf("%w: %v", ErrConfig, err)
+		return fmt.Errorf("%w: %v (-h lists the flags)", ErrConfig, err)
 	}
 	return nil
 }

@@ -37,6 +37,8 @@ func TestLoadDefaults(t *testing.T) {
 		Limits:         state.Limits{MaxKeyBytes: 1024, MaxIDBytes: 256, MaxValueBytes: 1 << 20, MaxTags: 32, MaxBatch: 1000},
 		RequestTimeout: 30 * time.Second, ReadTimeout: 10 * time.Second, MaxRequestBytes: 8 << 20,
 		MaxConnections: 1024, MaxConcurrentRequests: 256, MaxSessions: 1000, SessionIdleTimeout: 5 * time.Minute,
+		Fair: FairConfig{MaxConcurrentRequests: 64, MaxLongPolls: 128, MaxSessions: 100,
+			MaxUnauthenticatedConnections: 64, UnauthenticatedIdleTimeout: 5 * time.Second},
 		Tasks:           TaskConfig{Enabled: true, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour, MaxLive: 100, ClaimTTL: 15 * time.Second},
 		ShutdownTimeout: 25 * time.Second, LogLevel: slog.LevelInfo, LogFormat: "text"}
 	if !reflect.DeepEqual(c, want) {
@@ -57,6 +59,10 @@ var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR
 	"SIDECAR_MAX_CONNECTIONS", "10", "SIDECAR_MAX_CONCURRENT_REQUESTS", "5", "SIDECAR_MAX_SESSIONS", "20",
 	"SIDECAR_SESSION_IDLE_TIMEOUT_SECONDS", "30",
 	"SIDECAR_SHUTDOWN_TIMEOUT_SECONDS", "3", "SIDECAR_LOG_LEVEL", "debug", "SIDECAR_LOG_FORMAT", "json",
+	// --- fair share (admission.go) ---
+	"SIDECAR_TENANT_MAX_CONCURRENT_REQUESTS", "3", "SIDECAR_TENANT_MAX_LONG_POLLS", "0", "SIDECAR_TENANT_MAX_SESSIONS", "4",
+	"SIDECAR_TENANT_RATE", "2.5", "SIDECAR_TENANT_BURST", "6", "SIDECAR_MAX_UNAUTHENTICATED_CONNECTIONS", "8",
+	"SIDECAR_UNAUTHENTICATED_IDLE_TIMEOUT_SECONDS", "1.5",
 	// --- tasks (tasks.go) ---
 	"SIDECAR_TASKS", "false", "SIDECAR_TASK_TTL_SECONDS", "60", "SIDECAR_TASK_MAX_TTL_SECONDS", "120",
 	"SIDECAR_TASK_MAX_LIVE", "7", "SIDECAR_TASK_CLAIM_TTL_SECONDS", "2"}
@@ -75,6 +81,8 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 		SweepGrace: 5 * time.Second, Limits: state.Limits{MaxKeyBytes: 64, MaxIDBytes: 32, MaxValueBytes: 4096, MaxTags: 4, MaxBatch: 1000},
 		RequestTimeout: 7 * time.Second, ReadTimeout: 3 * time.Second, MaxRequestBytes: 65536, MaxConnections: 10,
 		MaxConcurrentRequests: 5, MaxSessions: 20, SessionIdleTimeout: 30 * time.Second,
+		Fair: FairConfig{MaxConcurrentRequests: 3, MaxLongPolls: 0, MaxSessions: 4, Rate: 2.5, Burst: 6,
+			MaxUnauthenticatedConnections: 8, UnauthenticatedIdleTimeout: 1500 * time.Millisecond},
 		Tasks:           TaskConfig{DefaultTTL: time.Minute, MaxTTL: 2 * time.Minute, MaxLive: 7, ClaimTTL: 2 * time.Second},
 		ShutdownTimeout: 3 * time.Second, LogLevel: slog.LevelDebug, LogFormat: "json"}
 	if !reflect.DeepEqual(c, want) {

@@ -30,6 +30,8 @@ type Sidecar struct {
 	mcp      *server.MCPServer
 	mcpHTTP  *server.StreamableHTTPServer
 	sessions *sessions // stateful HTTP only
+	admit    *admission
+	conns    *connTracker
 	tasks    *mcptasks.Tasks
 	handler  http.Handler
 	draining atomic.Bool
@@ -50,7 +52,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 	for _, w := range cfg.warnings {
 		log.Warn("setting ignored", "why", w)
 	}
-	s := &Sidecar{cfg: cfg, log: log, metrics: NewMetrics()}
+	s := &Sidecar{cfg: cfg, metrics: NewMetrics()}
+	s.log = limitLogs(log, s.metrics.reg) // logs.go: a flood logs a bounded number of lines
+	log = s.log
 	s.hardStop, s.hardCancel = context.WithCancel(context.Background())
 	s.store, err = state.DefaultURLMux().Open(ctx, u, s.storeOptions())
 	if errors.Is(err, sqlitestate.ErrPythonDatabase) {
@@ -81,8 +85,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		_ = s.store.Close()
 		return nil, err
 	}
+	s.admit = newAdmission(cfg.Fair, s.metrics.reg)
+	s.conns = newConnTracker(cfg, s.metrics.reg)
 	if cfg.Stateful {
-		s.sessions = newSessions(cfg.MaxSessions)
+		s.sessions = newSessions(cfg.MaxSessions, s.admit.endSession)
 		s.metrics.watchSessions(s.sessions.count)
 	}
 	s.mcpHTTP = server.NewStreamableHTTPServer(s.mcp, s.httpOptions()...)
