@@ -194,7 +194,7 @@ func (g *gate) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, er
 	if err != nil {
 		return backend.Result{}, err
 	}
-	res, err := g.drv.Commit(cctx, txn)
+	res, err := g.drv.Commit(cctx, withPrincipal(ctx, txn))
 	if err == nil && res.Failed >= 0 {
 		s.finish(nil, ErrConflict)
 	} else {
@@ -240,7 +240,7 @@ func (g *gate) Update(ctx context.Context, q *backend.GetQuery, fn updateFunc) (
 		if txn != nil {
 			events = len(txn.Events)
 		}
-		return txn, err
+		return withPrincipal(ctx, txn), err
 	})
 	s.done(err)
 	if err == nil && res.Committed {

@@ -61,6 +61,8 @@ func message(ctx context.Context, log *slog.Logger, tool string, err error) stri
 		return he.Error()
 	case errors.Is(err, errResetDisabled):
 		return errResetDisabled.Error()
+	case errors.Is(err, ErrForbidden):
+		return err.Error() // DeniedError's text, or the host's Authorize's
 	case errors.Is(err, state.ErrNotFound) && errors.As(err, &se) && strings.HasPrefix(se.Op, "workflow."):
 		return runNotFound(se.Key)
 	case errors.As(err, &se) && isSentinel(se.Err):

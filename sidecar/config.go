@@ -70,8 +70,16 @@ type Config struct {
 	// stateless: any replica answers any request.
 	Stateful bool
 	// Tokens, when any, are required as bearer tokens on /mcp; each maps to
-	// a namespace.
+	// a namespace and grants scopes.
 	Tokens []Token
+	// OAuth, when its Issuer is set, makes /mcp accept (and require) JWT
+	// access tokens of that issuer too.
+	OAuth OAuthConfig
+	// Scopes names the scopes of the read, write and admin access levels;
+	// the zero value means DefaultScopeNames.
+	Scopes ScopeNames
+	// AccessLog logs every tool call with its caller's principal.
+	AccessLog bool
 	// AllowInsecure permits binding a non-loopback address without tokens.
 	AllowInsecure bool
 	// AllowReset enables the sidecar_reset tool.
@@ -288,6 +296,9 @@ func (l *loader) finish() (Config, error) {
 		}
 		return Config{}, fmt.Errorf("%w: %s: %v", ErrConfig, b.source, b.err)
 	}
+	if err := c.checkAuth(); err != nil {
+		return Config{}, err
+	}
 	if c.Transport == TransportHTTP && c.MaxRequestBytes < int64(c.Limits.MaxValueBytes) {
 		return Config{}, fmt.Errorf("%w: SIDECAR_MAX_REQUEST_BYTES (%d) is below SIDECAR_MAX_VALUE_BYTES (%d): the largest value could not be sent",
 			ErrConfig, c.MaxRequestBytes, c.Limits.MaxValueBytes)
@@ -305,11 +316,12 @@ var ErrProtectedMode = errors.New("protected mode")
 // that would listen on a non-loopback address without bearer tokens, unless
 // AllowInsecure is set. The error says how to fix it.
 func (c Config) CheckProtected() error {
-	if c.Transport != TransportHTTP || len(c.Tokens) > 0 || c.AllowInsecure || isLoopback(c.Host) {
+	if c.Transport != TransportHTTP || c.authenticates() || c.AllowInsecure || isLoopback(c.Host) {
 		return nil
 	}
 	return fmt.Errorf("%w: refusing to serve %s without authentication: anyone who can reach it could read and "+
-		"change all state. Set SIDECAR_AUTH_TOKENS (or -auth-tokens) to require bearer tokens, or bind a loopback "+
+		"change all state. Set SIDECAR_AUTH_TOKENS (or -auth-tokens) to require bearer tokens, or SIDECAR_OAUTH_ISSUER "+
+		"and SIDECAR_OAUTH_AUDIENCE to require OAuth access tokens, or bind a loopback "+
 		"address with SIDECAR_HOST=127.0.0.1 (or -host), or set SIDECAR_ALLOW_INSECURE=true (or -allow-insecure) "+
 		"if the network is trusted", ErrProtectedMode, c.Addr())
 }

@@ -132,7 +132,7 @@ func startupAttrs(cfg Config, sc *Sidecar) []any {
 		for _, t := range cfg.Tokens {
 			namespaces = append(namespaces, t.String())
 		}
-		attrs = append(attrs, "token_namespaces", namespaces, "insecure", cfg.AllowInsecure && len(cfg.Tokens) == 0)
+		attrs = append(attrs, "token_namespaces", namespaces, "insecure", cfg.AllowInsecure && !cfg.authenticates())
 	}
 	return attrs
 }

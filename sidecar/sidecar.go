@@ -33,6 +33,7 @@ type Sidecar struct {
 	admit    *admission
 	conns    *connTracker
 	tasks    *mcptasks.Tasks
+	auth     *authenticator // nil without authentication
 	handler  http.Handler
 	draining atomic.Bool
 
@@ -74,7 +75,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		}
 	}
 	s.metrics.SetInfo(s.store.Backend(), cfg.Transport)
+	if cfg.Transport == TransportHTTP && cfg.authenticates() {
+		if s.auth, err = s.newAuthenticator(ctx); err != nil {
+			_ = s.store.Close()
+			return nil, err
+		}
+	}
 	s.mcp = mcpadapter.NewServer(s.store, &mcpadapter.Options{
+		Authorize:      s.authorize,
 		AllowReset:     cfg.AllowReset,
 		ClaimTTL:       cfg.ClaimTTL,
 		Observe:        s.metrics.ObserveTool,
@@ -135,6 +143,9 @@ func (s *Sidecar) serverOptions() []server.ServerOption {
 	var opts []server.ServerOption
 	if s.cfg.Transport == TransportStdio {
 		opts = append(opts, server.WithToolHandlerMiddleware(s.detach))
+	}
+	if s.cfg.AccessLog {
+		opts = append(opts, server.WithToolHandlerMiddleware(s.accessLog))
 	}
 	return append(opts, server.WithToolHandlerMiddleware(s.deadline))
 }
