@@ -84,7 +84,11 @@ func buildProgram(t *testing.T, lines []string) (map[int]string, bool) {
 	if err := os.WriteFile(ovFile, overlay, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(goTool, "build", "-o", os.DevNull, "-gcflags=-e", "-overlay="+ovFile, "./testdata/optcheck")
+	args := []string{"build", "-o", os.DevNull, "-gcflags=-e", "-overlay=" + ovFile}
+	if raceEnabled {
+		args = append(args, "-race") // the test's own build: its packages are cached
+	}
+	cmd := exec.Command(goTool, append(args, "./testdata/optcheck")...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if _, ok := err.(*exec.ExitError); !ok {

@@ -12,22 +12,6 @@ import (
 // Erasure on request and key management of encryption at rest
 // (docs/encryption.md).
 
-// principalCtxKey is the context key of the caller's principal.
-type principalCtxKey struct{}
-
-// WithPrincipal returns ctx carrying the authenticated principal of the
-// caller (an OAuth subject, say), which an erasure's tombstone in history
-// records as who erased.
-func WithPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, principalCtxKey{}, principal)
-}
-
-// PrincipalFrom returns the principal ctx carries (WithPrincipal), or "".
-func PrincipalFrom(ctx context.Context) string {
-	p, _ := ctx.Value(principalCtxKey{}).(string)
-	return p
-}
-
 // SubjectOption is the option WithSubject returns, honoured by Set,
 // SetSession, SetMany and CreateRun.
 type SubjectOption interface {
@@ -150,7 +134,7 @@ func (s *Store) eraseNamespace(ctx context.Context) (Erasure, error) {
 // tombstone records an erasure in history.
 func (s *Store) tombstone(ctx context.Context, op, key string, e Erasure) error {
 	v, _ := json.Marshal(tombstone(e))
-	_, err := s.commit(ctx, &backend.Txn{Events: []backend.Event{{Key: key, Op: op, Value: v, Writer: PrincipalFrom(ctx)}}})
+	_, err := s.commit(ctx, &backend.Txn{Events: []backend.Event{{Key: key, Op: op, Value: v}}})
 	return err
 }
 
@@ -461,7 +445,7 @@ func (s *Store) rotateKey(ctx context.Context) (KeyInfo, error) {
 // of ctx (WithPrincipal).
 func (s *Store) keyEvent(ctx context.Context, op string, v map[string]any) error {
 	b, _ := json.Marshal(v)
-	_, err := s.commit(ctx, &backend.Txn{Events: []backend.Event{{Op: op, Value: b, Writer: PrincipalFrom(ctx)}}})
+	_, err := s.commit(ctx, &backend.Txn{Events: []backend.Event{{Op: op, Value: b}}})
 	return err
 }
 

@@ -217,7 +217,7 @@ func (g *gate) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, er
 	if err != nil {
 		return backend.Result{}, err
 	}
-	res, err := g.drv.Commit(cctx, txn)
+	res, err := g.drv.Commit(cctx, withPrincipal(ctx, txn))
 	if err == nil && res.Failed >= 0 {
 		s.finish(nil, ErrConflict)
 	} else {
@@ -273,9 +273,13 @@ func (g *gate) Update(ctx context.Context, q *backend.GetQuery, fn updateFunc) (
 			events = len(txn.Events)
 		}
 		if err != nil {
-			return txn, err
+			return withPrincipal(ctx, txn), err
 		}
-		return g.sealTxn(ctx, q.NS, txn)
+		sealed, err := g.sealTxn(ctx, q.NS, txn)
+		if err != nil {
+			return sealed, err
+		}
+		return withPrincipal(ctx, sealed), nil
 	})
 	s.done(err)
 	if err == nil && res.Committed {

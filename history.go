@@ -56,8 +56,12 @@ type Event struct {
 	Op       string
 	Value    json.RawMessage
 	Prev     json.RawMessage
-	AgentID  string
-	Time     time.Time
+	// AgentID is the agent id the writer claimed (WithAgent, agent_id).
+	AgentID string
+	// Principal is the authenticated identity the write was made for
+	// (WithPrincipal), or "".
+	Principal string
+	Time      time.Time
 }
 
 // A HistoryQuery selects history entries.
@@ -112,8 +116,9 @@ func (s *Store) history(ctx context.Context, q HistoryQuery) ([]Event, error) {
 
 // eventOf is a stored event as package state shows it.
 func eventOf(e backend.Event) Event {
+	agent, principal := splitWriter(e.Writer)
 	ev := Event{ID: e.ID, Revision: e.Revision, Key: e.Key, Op: e.Op, Value: e.Value, Prev: e.Prev,
-		AgentID: e.Writer, Time: e.Time}
+		AgentID: agent, Principal: principal, Time: e.Time}
 	if strings.HasPrefix(e.Op, "lease.") {
 		ev.Value = fillFence(e.Value, e.Revision)
 	}

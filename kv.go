@@ -51,7 +51,8 @@ type Item struct {
 }
 
 func entryOf(key string, r backend.Record) Entry {
-	return Entry{Key: key, Value: r.Value, Version: r.Revision, AgentID: r.Writer,
+	agent, _ := splitWriter(r.Writer)
+	return Entry{Key: key, Value: r.Value, Version: r.Revision, AgentID: agent,
 		UpdatedAt: r.UpdatedAt, ExpiresAt: r.ExpiresAt}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,14 +200,13 @@ func (p *param) decodeInt(v json.RawMessage) (any, error) {
 	if !isNumber(v) {
 		return nil, badArg("%s must be an integer, got %s", p.name, jsonKind(v))
 	}
-	r, ok := new(big.Rat).SetString(string(v))
-	if !ok || !r.IsInt() {
+	n, how := exactInt(v) // numbers.go: linear work, whatever the exponent
+	switch how {
+	case intNotInteger, intMalformed:
 		return nil, badArg("%s must be an integer, got %s", p.name, v)
-	}
-	if !r.Num().IsInt64() {
+	case intOutOfRange:
 		return nil, badArg("%s is out of range, got %s", p.name, v)
 	}
-	n := r.Num().Int64()
 	if n < p.min {
 		return nil, badArg("%s must be >= %d, got %s", p.name, p.min, v)
 	}

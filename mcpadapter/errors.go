@@ -61,12 +61,19 @@ func message(ctx context.Context, log *slog.Logger, tool string, err error) stri
 		return he.Error()
 	case errors.Is(err, errResetDisabled):
 		return errResetDisabled.Error()
+	case errors.Is(err, ErrForbidden):
+		return err.Error() // DeniedError's text, or the host's Authorize's
 	case errors.Is(err, state.ErrNotFound) && errors.As(err, &se) && strings.HasPrefix(se.Op, "workflow."):
 		return runNotFound(se.Key)
 	case errors.As(err, &se) && isSentinel(se.Err):
 		return se.Error() // "state: kv.set "k": store is closed": the op, the caller's own key, a fixed text
 	case errors.Is(err, context.DeadlineExceeded):
 		return internal(ctx, log, tool, err, "the call did not finish before its deadline (the store is slow or unreachable); try again")
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		// The call's own context ended: its client went away (or the
+		// server is stopping). Nothing failed, and nobody reads the answer.
+		log.DebugContext(ctx, "tool call cancelled: the client went away", "tool", tool)
+		return "the call was cancelled before it finished"
 	case errors.Is(err, context.Canceled):
 		return internal(ctx, log, tool, err, "the call was cancelled before it finished")
 	}

@@ -77,6 +77,8 @@ func TestNumbersBeyondFloat64(t *testing.T) {
 		{"state_set", `{"key":"k","value":1,"ttl_seconds":-1e309}`, "ttl_seconds must be greater than 0, got -1e309"},
 		{"state_set", `{"key":"k","value":1,"ttl_seconds":1e-400}`, "ttl_seconds must be greater than 0, got 1e-400"},
 		{"state_set", `{"key":"k","value":1,"if_version":1e400}`, "if_version is out of range, got 1e400"},
+		{"state_set", `{"key":"k","value":1,"if_version":1e999999}`, "if_version is out of range, got 1e999999"}, // once 178 ms (issue 20)
+		{"state_set", `{"key":"k","value":1,"if_version":1e-999999}`, "if_version must be an integer, got 1e-999999"},
 		{"lease_acquire", `{"resource_id":"r","holder_id":"h","ttl_seconds":2e308}`, "ttl_seconds is too large, got 2e308"},
 		{"workflow_checkpoint", `{"run_id":"` + created.RunID + `","step":1e400,"output":{"x":1e400}}`, "step is out of range, got 1e400"},
 		{"workflow_claim", `{"run_id":"` + created.RunID + `","agent_id":"a","claim_ttl_seconds":1e999}`, "claim_ttl_seconds is too large, got 1e999"},

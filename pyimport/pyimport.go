@@ -145,7 +145,18 @@ type Options struct {
 	Limits state.Limits
 	// Progress, if set, is called after every batch.
 	Progress func(Progress)
+	// StopOnProblem stops the import at the first record refused, with an
+	// error that wraps ErrProblem and names it (its kind, its key or run
+	// id, and why), after the batch that holds it. By default such a record
+	// is skipped, listed in the Report's Problems, and the import goes on.
+	// Either way a run of Import after it continues where it stopped:
+	// Import never writes a record twice.
+	StopOnProblem bool
 }
+
+// ErrProblem is wrapped by Import's error when Options.StopOnProblem
+// stopped it at a refused record.
+var ErrProblem = errors.New("pyimport: a record was refused")
 
 // batchSize is how many records Import reads and writes at a time.
 const batchSize = 500
@@ -188,6 +199,9 @@ func Import(ctx context.Context, src *Source, dst *state.Store, opts *Options) (
 		if err := step(ctx); err != nil {
 			return rep, err
 		}
+		if err := im.stopped(); err != nil {
+			return rep, err
+		}
 	}
 	rep.Notes = append(rep.Notes, src.r.notes()...)
 	return rep, nil
@@ -223,6 +237,16 @@ func (im *importer) scratchDone(ctx context.Context) error {
 func (im *importer) refuse(k Kind, id, reason string) {
 	im.rep.Counts[k].Refused++
 	im.rep.Problems = append(im.rep.Problems, Problem{Kind: k, ID: id, Reason: reason})
+}
+
+// stopped returns the error that stops the import, with
+// Options.StopOnProblem, once a record was refused.
+func (im *importer) stopped() error {
+	if !im.opts.StopOnProblem || len(im.rep.Problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (fix it in the source, or import without stopping to skip it; a new import continues where this one stopped)",
+		ErrProblem, im.rep.Problems[0])
 }
 
 // reason turns an error of the store about one record into a reason

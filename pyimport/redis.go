@@ -289,7 +289,7 @@ func (r *redisReader) runs(ctx context.Context, fn func([]item[state.ImportedRun
 				if t := bytes.TrimSpace(m.Tags); len(t) == 0 || string(t) == "[]" || string(t) == "null" {
 					tags = "{}" // Lua's cjson writes an empty table as []
 				}
-				it.rec, it.problem = pyRun(id, m.Name, m.Status, tags, m.AgentID, int64(m.LastStep), m.CreatedAt, m.UpdatedAt)
+				it.rec, it.problem = pyRun("wf:meta:"+id+" ", id, m.Name, m.Status, tags, m.AgentID, int64(m.LastStep), m.CreatedAt, m.UpdatedAt)
 				it.rec.ID = id
 			}
 			for _, s := range r.steps[id] {

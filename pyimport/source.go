@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +71,54 @@ type reader interface {
 // time in milliseconds.
 func pyTime(s float64) time.Time { return time.UnixMilli(int64(math.Round(s * 1000))).UTC() }
 
+// The range of the times a source may hold, in Python epoch seconds: the
+// years 1 to 9999, as time.Time and every backend keep them.
+const (
+	minPySeconds = -62135596800
+	maxPySeconds = 253402300799
+)
+
+// pySeconds reads a time column of a row, scanned into v, as Python epoch
+// seconds; col names the column (table.column) for the problem it returns
+// when the value is not a number of seconds, or beyond the years 1 to 9999
+// (it would overflow the conversion, and an expiry would read as past).
+func pySeconds(col string, v any) (float64, string) {
+	var f float64
+	switch x := v.(type) {
+	case int64:
+		f = float64(x)
+	case float64:
+		f = x
+	case []byte, string:
+		s := strings.TrimSpace(asString(x))
+		var err error
+		if f, err = strconv.ParseFloat(s, 64); err != nil {
+			return 0, fmt.Sprintf("%s %q is not a number of seconds", col, s)
+		}
+	case nil:
+		return 0, col + " is NULL"
+	default:
+		return 0, fmt.Sprintf("%s %v is not a number of seconds", col, v)
+	}
+	return checkSeconds(col, f)
+}
+
+// checkSeconds refuses a time beyond the years 1 to 9999.
+func checkSeconds(col string, f float64) (float64, string) {
+	if math.IsNaN(f) || f < minPySeconds || f > maxPySeconds {
+		return 0, fmt.Sprintf("%s %v is out of range (a time between the years 1 and 9999, in seconds since 1970)", col, f)
+	}
+	return f, ""
+}
+
+func asString(v any) string {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	s, _ := v.(string)
+	return s
+}
+
 // remaining returns the lifetime left at now of something that expires at
 // Python epoch seconds exp, and whether it is still live (Python's own
 // test: its expiry is after now).
@@ -84,7 +133,16 @@ var runStatuses = map[string]state.Status{"created": state.StatusCreated, "claim
 
 // pyRun builds the run the store imports from a Python run's fields: a run
 // its agent claimed has attempt 1 (Python claims once, and never again).
-func pyRun(id, name, status, tagsJSON string, agent *string, lastStep int64, created, updated float64) (state.ImportedRun, string) {
+// where names the record's place for its problems ("workflows." in SQLite).
+func pyRun(where, id, name, status, tagsJSON string, agent *string, lastStep int64, created, updated float64) (state.ImportedRun, string) {
+	for _, t := range []struct {
+		col string
+		v   float64
+	}{{"created_at", created}, {"updated_at", updated}} {
+		if _, problem := checkSeconds(where+t.col, t.v); problem != "" {
+			return state.ImportedRun{}, problem
+		}
+	}
 	st, ok := runStatuses[status]
 	if !ok {
 		return state.ImportedRun{}, fmt.Sprintf("status %q is not one of created, claimed, running, done, failed", status)

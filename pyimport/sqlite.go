@@ -155,15 +155,16 @@ func (r *sqliteReader) history(ctx context.Context, after int64, fn func([]item[
 			var e state.ImportedEvent
 			var val string
 			var prev, agent sql.NullString
-			var at float64
-			if err := rows.Scan(&e.Seq, &e.Key, &val, &prev, &agent, &at); err != nil {
+			var rawAt any
+			if err := rows.Scan(&e.Seq, &e.Key, &val, &prev, &agent, &rawAt); err != nil {
 				return err
 			}
+			at, problem := pySeconds("history.written_at", rawAt)
 			e.Op, e.Value, e.AgentID, e.Time = "kv.set", []byte(val), agent.String, pyTime(at)
 			if prev.String != "" {
 				e.Prev = []byte(prev.String)
 			}
-			page = append(page, item[state.ImportedEvent]{id: fmt.Sprint(e.Seq), rec: e})
+			page = append(page, item[state.ImportedEvent]{id: fmt.Sprint(e.Seq), rec: e, problem: problem})
 			return nil
 		})
 		if err != nil || len(page) == 0 {
@@ -194,15 +195,16 @@ func (r *sqliteReader) entries(ctx context.Context, fn func([]item[state.Importe
 	return pages(r, ctx, "kv_store", "key", "key, value_json, expires_at", func(rows *sql.Rows) (item[state.ImportedEntry], error) {
 		var e state.ImportedEntry
 		var val string
-		var exp sql.NullFloat64
-		if err := rows.Scan(&e.Key, &val, &exp); err != nil {
+		var rawExp any
+		if err := rows.Scan(&e.Key, &val, &rawExp); err != nil {
 			return item[state.ImportedEntry]{}, err
 		}
 		e.Value = []byte(val)
 		it := item[state.ImportedEntry]{id: e.Key}
-		if exp.Valid {
-			e.TTL, it.expired = 0, true
-			if ttl, live := remaining(exp.Float64, time.Now()); live {
+		if rawExp != nil {
+			exp, problem := pySeconds("kv_store.expires_at", rawExp)
+			e.TTL, it.expired, it.problem = 0, problem == "", problem
+			if ttl, live := remaining(exp, time.Now()); live && problem == "" {
 				e.TTL, it.expired = ttl, false
 			}
 		}
@@ -230,7 +232,7 @@ func (r *sqliteReader) writers(ctx context.Context, page []item[state.ImportedEn
 	}
 	type write struct {
 		agent, val string
-		at         float64
+		at         any
 	}
 	writes := map[string]write{}
 	err := r.query(ctx, `SELECT key, agent_id, written_at, new_value_json FROM history WHERE id IN (`+marks(len(ids))+`)`, ids,
@@ -249,7 +251,10 @@ func (r *sqliteReader) writers(ctx context.Context, page []item[state.ImportedEn
 	for i := range page {
 		e := &page[i].rec
 		if w, ok := writes[e.Key]; ok && w.val == string(e.Value) {
-			e.AgentID, e.UpdatedAt = w.agent, pyTime(w.at)
+			at, problem := pySeconds("history.written_at", w.at)
+			if problem == "" { // else the history row is refused on its own
+				e.AgentID, e.UpdatedAt = w.agent, pyTime(at)
+			}
 		}
 	}
 	return nil
@@ -259,21 +264,23 @@ func (r *sqliteReader) sessions(ctx context.Context, fn func([]item[state.Import
 	return pages(r, ctx, "sessions", "session_id", "session_id, context_json, updated_at", func(rows *sql.Rows) (item[state.ImportedSession], error) {
 		var s state.ImportedSession
 		var val string
-		var at float64
-		err := rows.Scan(&s.ID, &val, &at)
+		var rawAt any
+		err := rows.Scan(&s.ID, &val, &rawAt)
+		at, problem := pySeconds("sessions.updated_at", rawAt)
 		s.Context, s.UpdatedAt = []byte(val), pyTime(at)
-		return item[state.ImportedSession]{id: s.ID, rec: s}, err
+		return item[state.ImportedSession]{id: s.ID, rec: s, problem: problem}, err
 	}, fn)
 }
 
 func (r *sqliteReader) leases(ctx context.Context, fn func([]item[state.ImportedLease]) error) error {
 	return pages(r, ctx, "leases", "resource_id", "resource_id, holder_id, expires_at", func(rows *sql.Rows) (item[state.ImportedLease], error) {
 		var l state.ImportedLease
-		var exp float64
-		err := rows.Scan(&l.Resource, &l.Holder, &exp)
+		var rawExp any
+		err := rows.Scan(&l.Resource, &l.Holder, &rawExp)
+		exp, problem := pySeconds("leases.expires_at", rawExp)
 		ttl, live := remaining(exp, time.Now())
 		l.TTL = ttl
-		return item[state.ImportedLease]{id: l.Resource, rec: l, expired: !live}, err
+		return item[state.ImportedLease]{id: l.Resource, rec: l, expired: !live && problem == "", problem: problem}, err
 	}, fn)
 }
 
@@ -282,16 +289,27 @@ func (r *sqliteReader) runs(ctx context.Context, fn func([]item[state.ImportedRu
 		func(rows *sql.Rows) (item[state.ImportedRun], error) {
 			var id, name, status, tags string
 			var agent sql.NullString
-			var last int64
-			var created, updated float64
-			if err := rows.Scan(&id, &name, &status, &tags, &agent, &last, &created, &updated); err != nil {
+			var rawLast, rawCreated, rawUpdated any
+			if err := rows.Scan(&id, &name, &status, &tags, &agent, &rawLast, &rawCreated, &rawUpdated); err != nil {
 				return item[state.ImportedRun]{}, err
 			}
 			var ap *string
 			if agent.Valid {
 				ap = &agent.String
 			}
-			run, problem := pyRun(id, name, status, tags, ap, last, created, updated)
+			last, ok := rawLast.(int64)
+			created, problem := pySeconds("workflows.created_at", rawCreated)
+			updated, problem2 := pySeconds("workflows.updated_at", rawUpdated)
+			switch {
+			case !ok:
+				problem = fmt.Sprintf("workflows.last_step %v is not a whole number", rawLast)
+			case problem == "":
+				problem = problem2
+			}
+			var run state.ImportedRun
+			if problem == "" {
+				run, problem = pyRun("workflows.", id, name, status, tags, ap, last, created, updated)
+			}
 			run.ID = id
 			return item[state.ImportedRun]{id: id, rec: run, problem: problem}, nil
 		}, func(page []item[state.ImportedRun]) error {

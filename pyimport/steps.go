@@ -49,6 +49,9 @@ func (im *importer) history(ctx context.Context) error {
 		if err := im.importEvents(ctx, source, evs); err != nil {
 			return err
 		}
+		if err := im.stopped(); err != nil {
+			return err
+		}
 		im.progress(History)
 		return im.scratchDone(ctx)
 	})
@@ -105,6 +108,9 @@ func importBatch[T any](ctx context.Context, im *importer, k Kind, items []item[
 		}
 	}
 	if err := importEach(ctx, im, k, ids, recs, f); err != nil {
+		return err
+	}
+	if err := im.stopped(); err != nil {
 		return err
 	}
 	im.progress(k)
@@ -213,6 +219,9 @@ func (im *importer) runs(ctx context.Context) error {
 		wg.Wait()
 		if len(errs) > 0 {
 			return errs[0]
+		}
+		if err := im.stopped(); err != nil {
+			return err
 		}
 		im.progress(Runs)
 		return im.scratchDone(ctx)

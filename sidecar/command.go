@@ -132,7 +132,7 @@ func unknownCommand(name string, commands []Command) error {
 
 // serve is the serve command: Run, or the version for -version.
 func serve(ctx context.Context, args []string, env Env, commands []Command) error {
-	l := newLoader(Name, env.LookupEnv, env.Stderr, commands)
+	l := newLoader(Name, env.LookupEnv, env.Stdout, commands)
 	version := l.fs.Bool("version", false, "print the version and exit")
 	if err := l.parse(args); err != nil {
 		return err

@@ -70,8 +70,16 @@ type Config struct {
 	// stateless: any replica answers any request.
 	Stateful bool
 	// Tokens, when any, are required as bearer tokens on /mcp; each maps to
-	// a namespace.
+	// a namespace and grants scopes.
 	Tokens []Token
+	// OAuth, when its Issuer is set, makes /mcp accept (and require) JWT
+	// access tokens of that issuer too.
+	OAuth OAuthConfig
+	// Scopes names the scopes of the read, write and admin access levels;
+	// the zero value means DefaultScopeNames.
+	Scopes ScopeNames
+	// AccessLog logs every tool call with its caller's principal.
+	AccessLog bool
 	// AllowInsecure permits binding a non-loopback address without tokens.
 	AllowInsecure bool
 	// AllowReset enables the sidecar_reset tool.
@@ -128,6 +136,8 @@ type Config struct {
 	// without a request (a session with an open GET stream is kept alive by
 	// heartbeats).
 	SessionIdleTimeout time.Duration
+	// Fair is each tenant's share of the HTTP server (admission.go).
+	Fair FairConfig
 
 	// Tasks configures durable MCP tasks (tasks.go).
 	Tasks TaskConfig
@@ -183,6 +193,7 @@ func Defaults() Config {
 		MaxSessions:           1000,
 		SessionIdleTimeout:    5 * time.Minute,
 
+		Fair:  DefaultFairConfig(),
 		Tasks: DefaultTaskConfig(),
 
 		ShutdownTimeout: 25 * time.Second,
@@ -220,6 +231,10 @@ type loader struct {
 	bad  []badValue
 	fs   *flag.FlagSet
 	name string
+	// help is where -h prints usage (standard output for the command);
+	// a parse error prints nothing: it is returned.
+	help  io.Writer
+	usage func(w io.Writer)
 }
 
 // badValue is a value a setting rejected, and where it came from.
@@ -230,9 +245,10 @@ type badValue struct {
 }
 
 // newLoader applies the environment and declares a flag per setting on a
-// flag set that prints usageFor(name, commands) for -h.
+// flag set whose -h prints writeUsage(name, commands) to usage.
 func newLoader(name string, lookupEnv func(string) (string, bool), usage io.Writer, commands []Command) *loader {
-	l := &loader{c: Defaults(), name: name}
+	l := &loader{c: Defaults(), name: name, help: usage,
+		usage: func(w io.Writer) { writeUsage(w, name, commands) }}
 	for i := range settings {
 		s := &settings[i]
 		v, ok := lookupEnv(s.env)
@@ -244,8 +260,8 @@ func newLoader(name string, lookupEnv func(string) (string, bool), usage io.Writ
 		}
 	}
 	l.fs = flag.NewFlagSet(name, flag.ContinueOnError)
-	l.fs.SetOutput(usage)
-	l.fs.Usage = func() { writeUsage(usage, name, commands) }
+	l.fs.SetOutput(io.Discard) // parse prints the help, and returns errors
+	l.fs.Usage = func() {}
 	for i := range settings {
 		s := &settings[i]
 		set := func(v string) error {
@@ -266,13 +282,15 @@ func newLoader(name string, lookupEnv func(string) (string, bool), usage io.Writ
 	return l
 }
 
-// parse parses the flags; -h is flag.ErrHelp.
+// parse parses the flags. -h prints the usage to l.help and is
+// flag.ErrHelp; a bad flag is an ErrConfig error, printed by nobody here.
 func (l *loader) parse(args []string) error {
 	if err := l.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			l.usage(l.help)
 			return err
 		}
-		return fmt.Errorf("%w: %v", ErrConfig, err)
+		return fmt.Errorf("%w: %v (-h lists the flags)", ErrConfig, err)
 	}
 	return nil
 }
@@ -287,6 +305,9 @@ func (l *loader) finish() (Config, error) {
 			continue
 		}
 		return Config{}, fmt.Errorf("%w: %s: %v", ErrConfig, b.source, b.err)
+	}
+	if err := c.checkAuth(); err != nil {
+		return Config{}, err
 	}
 	if c.Transport == TransportHTTP && c.MaxRequestBytes < int64(c.Limits.MaxValueBytes) {
 		return Config{}, fmt.Errorf("%w: SIDECAR_MAX_REQUEST_BYTES (%d) is below SIDECAR_MAX_VALUE_BYTES (%d): the largest value could not be sent",
@@ -305,11 +326,12 @@ var ErrProtectedMode = errors.New("protected mode")
 // that would listen on a non-loopback address without bearer tokens, unless
 // AllowInsecure is set. The error says how to fix it.
 func (c Config) CheckProtected() error {
-	if c.Transport != TransportHTTP || len(c.Tokens) > 0 || c.AllowInsecure || isLoopback(c.Host) {
+	if c.Transport != TransportHTTP || c.authenticates() || c.AllowInsecure || isLoopback(c.Host) {
 		return nil
 	}
 	return fmt.Errorf("%w: refusing to serve %s without authentication: anyone who can reach it could read and "+
-		"change all state. Set SIDECAR_AUTH_TOKENS (or -auth-tokens) to require bearer tokens, or bind a loopback "+
+		"change all state. Set SIDECAR_AUTH_TOKENS (or -auth-tokens) to require bearer tokens, or SIDECAR_OAUTH_ISSUER "+
+		"and SIDECAR_OAUTH_AUDIENCE to require OAuth access tokens, or bind a loopback "+
 		"address with SIDECAR_HOST=127.0.0.1 (or -host), or set SIDECAR_ALLOW_INSECURE=true (or -allow-insecure) "+
 		"if the network is trusted", ErrProtectedMode, c.Addr())
 }

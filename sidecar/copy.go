@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/statesidecar/state"
@@ -45,12 +46,13 @@ func (n *namespaces) Set(v string) error {
 
 func runCopy(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet(Name+" copy", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs.SetOutput(io.Discard) // -h is printed below, to stdout; errors are returned
 	var nss namespaces
 	fs.Var(&nss, "namespace", "a namespace to copy (repeatable); none: every namespace the source can name, else \"default\"")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage: %s copy [-namespace ns]... [-quiet] FROM_URL TO_URL\n\n"+
+	usage := func() {
+		fs.SetOutput(env.Stdout)
+		fmt.Fprintf(env.Stdout, "Usage: %s copy [-namespace ns]... [-quiet] FROM_URL TO_URL\n\n"+
 			"Copies every live record and the history of each namespace from one store to another,\n"+
 			"into empty namespaces. URLs as the store opens them: sqlite:///abs/path.db, redis://host:6379/0,\n"+
 			"postgres://user@host/db, s3://bucket/prefix?endpoint=..., file:///abs/dir.\n\n", Name)
@@ -61,9 +63,10 @@ func runCopy(ctx context.Context, args []string, env Env) error {
 	for {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				usage()
 				return err
 			}
-			return fmt.Errorf("%w: %v", ErrConfig, err)
+			return fmt.Errorf("%w: %v (-h lists the flags)", ErrConfig, err)
 		}
 		if fs.NArg() == 0 {
 			break

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +33,7 @@ func (s *Sidecar) httpOptions() []server.StreamableHTTPOption {
 		// mode would be one stream shared by every older client.
 		opts = append(opts, server.WithStateLess(true), server.WithDisableStreaming(true))
 	}
-	if len(s.cfg.Tokens) > 0 {
+	if s.auth != nil {
 		// The DNS-rebinding guard protects an unauthenticated loopback server
 		// from web pages; a bearer token does that better, and the guard
 		// would reject a same-pod proxy that keeps the original Host.
@@ -51,8 +50,8 @@ func (s *Sidecar) routes() http.Handler {
 	var mcpHandler http.Handler = s.taskFront(s.mcpHTTP)
 	mcpHandler = s.limitConcurrency(mcpHandler)
 	mcpHandler = s.readBody(mcpHandler)
-	if len(s.cfg.Tokens) > 0 {
-		mcpHandler = newAuthenticator(s.cfg.Tokens, s.metrics.AuthFailed).wrap(mcpHandler)
+	if s.auth != nil {
+		mcpHandler = s.auth.wrap(mcpHandler)
 	}
 	mcpHandler = s.metrics.InstrumentMCP(mcpHandler)
 	if s.cfg.TracerProvider != nil {
@@ -60,6 +59,7 @@ func (s *Sidecar) routes() http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcpHandler)
+	s.auth.routes(mux) // RFC 9728 metadata, with OAuth
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.Handler())
@@ -69,12 +69,22 @@ func (s *Sidecar) routes() http.Handler {
 // readBody reads a POST's body whole before mcp-go sees it: within
 // ReadTimeout from the first byte of the body (a slower client gets 408 and
 // loses the connection) and within MaxRequestBytes (413). The message then
-// goes through mcpadapter.PrepareMessage, and in stateful mode an initialize
-// beyond MaxSessions gets 503.
+// goes through mcpadapter.PrepareMessage, is decoded once (decodeRequest)
+// and is admitted against its tenant's share (admission.go): a tenant at a
+// limit gets 429. In stateful mode an initialize beyond MaxSessions gets
+// 503, beyond the tenant's share 429. Every request that reaches readBody
+// has passed authentication: its connection is marked so (conns.go).
 func (s *Sidecar) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		markAuthenticated(r)
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
+			return
+		}
+		tenant := s.tenantOf(r)
+		if ref := s.admit.precheck(tenant); ref != nil {
+			refuseBody(w)
+			refuse(w, decoded{}, ref)
 			return
 		}
 		rc := http.NewResponseController(w)
@@ -96,49 +106,39 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 		}
 		_ = rc.SetReadDeadline(time.Time{})
 		body = mcpadapter.PrepareMessage(body)
-		if s.sessions != nil && s.sessions.full() && isInitialize(body) {
-			w.Header().Set("Retry-After", strconv.Itoa(int(max(s.cfg.SessionIdleTimeout/time.Second, 1))))
-			http.Error(w, fmt.Sprintf("too many sessions: this server keeps at most %d; try again later", s.cfg.MaxSessions),
-				http.StatusServiceUnavailable)
+		d := decodeRequest(body)
+		release, ref := s.admit.admit(tenant, d.kind)
+		if ref != nil {
+			refuse(w, d, ref)
 			return
+		}
+		defer release()
+		if s.sessions != nil && d.kind == kindInitialize {
+			if s.sessions.full() {
+				w.Header().Set("Retry-After", strconv.Itoa(int(max(s.cfg.SessionIdleTimeout/time.Second, 1))))
+				http.Error(w, fmt.Sprintf("too many sessions: this server keeps at most %d; try again later", s.cfg.MaxSessions),
+					http.StatusServiceUnavailable)
+				return
+			}
+			if ref := s.admit.reserveSession(tenant); ref != nil {
+				ref.retryAfter = max(s.cfg.SessionIdleTimeout, time.Second)
+				refuse(w, d, ref)
+				return
+			}
+			defer func() {
+				// The session mcp-go started, if it did, is the tenant's.
+				id := w.Header().Get(server.HeaderKeySessionID)
+				if id == "" || !s.sessions.own(id, tenant) {
+					s.admit.endSession(tenant)
+				}
+			}()
 		}
 		rb := &bodyReader{}
 		rb.Reset(body)
 		r.Body, r.ContentLength = rb, int64(len(body))
-		if isLongPoll(body) {
-			r = r.WithContext(context.WithValue(r.Context(), longPollKey{}, true))
-		}
+		r = r.WithContext(context.WithValue(r.Context(), decodedKey{}, d))
 		next.ServeHTTP(w, r)
 	})
-}
-
-// longPollKey marks, in a request's context, a call of a long-poll tool.
-type longPollKey struct{}
-
-// isLongPoll reports whether msg calls a long-poll tool (state_wait,
-// workflow_wait).
-func isLongPoll(msg []byte) bool {
-	if !bytes.Contains(msg, []byte(`_wait"`)) && !bytes.Contains(msg, []byte(`tasks/result`)) &&
-		!bytes.Contains(msg, []byte(`subscriptions/listen`)) {
-		return false
-	}
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(msg, &m) != nil {
-		return false
-	}
-	if m.Method == "tasks/result" || m.Method == "subscriptions/listen" {
-		return true // waits for a task to finish, or streams (tasks.go)
-	}
-	if m.Method != "tools/call" {
-		return false
-	}
-	_, ok := mcpadapter.LongPollTimeout(m.Params.Name, nil)
-	return ok
 }
 
 // readAll reads body to its end, within limit (beyond it, the error is an
@@ -173,27 +173,16 @@ type bodyReader struct{ bytes.Reader }
 // Close does nothing.
 func (*bodyReader) Close() error { return nil }
 
-// isInitialize reports whether msg is an initialize request.
-func isInitialize(msg []byte) bool {
-	if !bytes.Contains(msg, []byte(`"initialize"`)) {
-		return false
-	}
-	var m struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(msg, &m) == nil && m.Method == "initialize"
-}
-
 // limitConcurrency lets at most MaxConcurrentRequests POSTs into mcp-go at
 // once; the others wait for a slot up to RequestTimeout, then get 503.
 // GET streams (stateful mode) are not counted: they are held open, not
 // served. Nor are long-polls (state_wait, workflow_wait): they wait, idle,
 // for the very writes a full set of slots would hold back; MaxConnections
-// bounds them.
+// bounds them, and each tenant's share (admission.go).
 func (s *Sidecar) limitConcurrency(next http.Handler) http.Handler {
 	slots := make(chan struct{}, s.cfg.MaxConcurrentRequests)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Context().Value(longPollKey{}) != nil {
+		if r.Method != http.MethodPost || isLongPollRequest(r) {
 			next.ServeHTTP(w, r)
 			return
 		}

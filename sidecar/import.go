@@ -22,7 +22,7 @@ import (
 // ImportCommand returns the import command, which copies a Python MCP
 // State Sidecar's data into the store the sidecar is configured with:
 //
-//	state-sidecar import [-namespace ns] [-dry-run] [-quiet] [settings] SOURCE
+//	state-sidecar import [-namespace ns] [-dry-run] [-quiet] [-stop-on-problem] [settings] SOURCE
 //
 // SOURCE is the Python sidecar's SQLite file (its DB_PATH) or its Redis URL
 // (its REDIS_URL). The store is chosen by the serve command's settings
@@ -44,11 +44,12 @@ func ImportCommand() Command {
 var errRefused = errors.New("records were refused")
 
 func runImport(ctx context.Context, args []string, env Env) error {
-	l := newLoader(Name+" import", env.LookupEnv, env.Stderr, nil)
-	l.fs.Usage = func() { writeImportUsage(env.Stderr) }
+	l := newLoader(Name+" import", env.LookupEnv, env.Stdout, nil)
+	l.usage = writeImportUsage
 	ns := l.fs.String("namespace", state.DefaultNamespace, "the store's namespace to import into")
 	dry := l.fs.Bool("dry-run", false, "read and check everything, write nothing, and report what an import would do")
 	quiet := l.fs.Bool("quiet", false, "no progress on stderr")
+	stop := l.fs.Bool("stop-on-problem", false, "stop at the first record that cannot be imported, naming it (default: skip it, list it in the report, go on)")
 	if err := l.parse(args); err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func runImport(ctx context.Context, args []string, env Env) error {
 
 	// The store's background warnings and the progress share stderr.
 	stderr := &lockedWriter{w: env.Stderr}
-	opts := &pyimport.Options{DryRun: *dry, Limits: cfg.Limits}
+	opts := &pyimport.Options{DryRun: *dry, Limits: cfg.Limits, StopOnProblem: *stop}
 	if !*quiet {
 		opts.Progress = progressPrinter(stderr)
 	}
@@ -237,7 +238,7 @@ func writeReport(w io.Writer, rep *pyimport.Report, target, ns string, cfg Confi
 
 // writeImportUsage prints import -h.
 func writeImportUsage(w io.Writer) {
-	fmt.Fprintf(w, `Usage: %s import [-namespace ns] [-dry-run] [-quiet] [settings] SOURCE
+	fmt.Fprintf(w, `Usage: %s import [-namespace ns] [-dry-run] [-quiet] [-stop-on-problem] [settings] SOURCE
 
 Copies a Python MCP State Sidecar's data into the store this sidecar is configured with.
 SOURCE is the Python sidecar's SQLite file (its DB_PATH) or its Redis URL (its REDIS_URL, redis://...).
@@ -253,6 +254,9 @@ as they are: running the import again imports only what is missing. Stop the Pyt
   -namespace ns   the namespace to import into (default %q)
   -dry-run        read and check everything, write nothing, and report what an import would do
   -quiet          no progress on stderr
+  -stop-on-problem  stop at the first record that cannot be imported (a time that is not a number
+                  or is beyond the year 9999, a value beyond a limit), naming its table and key or
+                  run id; by default such a record is skipped, listed in the report, and the rest imported
 
 The serve settings apply (%s -h lists them), notably the limits (SIDECAR_MAX_*), which records must
 fit. Exit status: 0 when everything was imported or already there, 1 when records were refused (the

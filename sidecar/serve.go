@@ -18,8 +18,10 @@ var ErrShutdownTimeout = errors.New("calls still in flight at the shutdown deadl
 // it stops accepting, fails /readyz, and waits up to Config.ShutdownTimeout
 // for the requests in flight to finish. It returns nil after a clean
 // shutdown. It does not close the store: Close does. At most
-// Config.MaxConnections connections are open at once, and a client gets
-// Config.ReadTimeout to send a request's headers.
+// Config.MaxConnections connections are open at once (when all are, the
+// oldest idle one is closed to make room; conns.go), and a client gets
+// Config.ReadTimeout to send a request's headers (an unauthenticated one,
+// on a sidecar with tokens, FairConfig.UnauthenticatedIdleTimeout).
 func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
@@ -27,9 +29,11 @@ func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnState:         s.conns.connState,
+		ConnContext:       withConn,
 	}
 	srv.RegisterOnShutdown(s.stopTasks) // tasks.go
-	ln = newLimitListener(ln, s.cfg.MaxConnections)
+	ln = s.conns.listener(ln)           // conns.go
 	if s.cfg.Stateful {
 		// Long-lived GET streams of stateful sessions would hold Shutdown
 		// until the deadline: end them when it starts.

@@ -16,10 +16,27 @@ type sessions struct {
 	mu   sync.Mutex
 	live map[string]struct{}
 	max  int
+	// owner names the tenant of each live session that has one (see own);
+	// onEnd is told when such a session ends.
+	owner map[string]string
+	onEnd func(tenant string)
 }
 
-func newSessions(max int) *sessions {
-	return &sessions{live: map[string]struct{}{}, max: max}
+func newSessions(max int, onEnd func(tenant string)) *sessions {
+	return &sessions{live: map[string]struct{}{}, max: max, owner: map[string]string{}, onEnd: onEnd}
+}
+
+// own makes tenant the owner of the live session id, whose start was
+// counted against tenant's share; it reports false if id is not live (the
+// caller then gives the share back).
+func (m *sessions) own(id, tenant string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.live[id]; !ok {
+		return false
+	}
+	m.owner[id] = tenant
+	return true
 }
 
 // errNoSession is what Validate says of an id that is not live; mcp-go
@@ -54,7 +71,12 @@ func (m *sessions) Validate(id string) (isTerminated bool, err error) {
 func (m *sessions) Terminate(id string) (isNotAllowed bool, err error) {
 	m.mu.Lock()
 	delete(m.live, id)
+	tenant, owned := m.owner[id]
+	delete(m.owner, id)
 	m.mu.Unlock()
+	if owned && m.onEnd != nil {
+		m.onEnd(tenant)
+	}
 	return false, nil
 }
 

@@ -164,6 +164,35 @@ var settings = []setting{
 			return fmt.Sprintf("%d tokens", len(c.Tokens))
 		},
 		set: func(c *Config, v string) (err error) { c.Tokens, err = ParseTokens(v); return err }},
+	{env: "SIDECAR_OAUTH_ISSUER", flag: "oauth-issuer", only: TransportHTTP,
+		usage: "OAuth 2.1 authorization server whose JWT access tokens /mcp accepts (its issuer URL: https, or http for a loopback host)",
+		show:  func(c *Config) string { return orNone(c.OAuth.Issuer) },
+		set:   func(c *Config, v string) error { c.OAuth.Issuer = strings.TrimSpace(v); return nil }},
+	{env: "SIDECAR_OAUTH_AUDIENCE", flag: "oauth-audience", only: TransportHTTP,
+		usage: "this sidecar's resource URI, the URL clients reach /mcp at: an access token's aud must contain it",
+		show:  func(c *Config) string { return orNone(c.OAuth.Audience) },
+		set:   func(c *Config, v string) error { c.OAuth.Audience = strings.TrimSpace(v); return nil }},
+	{env: "SIDECAR_OAUTH_TENANT_CLAIM", flag: "oauth-tenant-claim", only: TransportHTTP,
+		usage: "the access-token claim whose value is the caller's namespace (none: every OAuth caller uses the default namespace)",
+		show:  func(c *Config) string { return orNone(c.OAuth.TenantClaim) },
+		set:   func(c *Config, v string) error { c.OAuth.TenantClaim = strings.TrimSpace(v); return nil }},
+	{env: "SIDECAR_OAUTH_SUBJECT_CLAIM", flag: "oauth-subject-claim", only: TransportHTTP,
+		usage: "the access-token claim that names the caller, recorded in history as its principal",
+		show: func(c *Config) string {
+			if c.OAuth.SubjectClaim == "" {
+				return "sub"
+			}
+			return c.OAuth.SubjectClaim
+		},
+		set: func(c *Config, v string) error { c.OAuth.SubjectClaim = strings.TrimSpace(v); return nil }},
+	{env: "SIDECAR_OAUTH_SCOPES", flag: "oauth-scopes",
+		usage: "names of the read, write and admin scopes, comma-separated (of access tokens and of SIDECAR_AUTH_TOKENS)",
+		show:  func(c *Config) string { return c.scopeNames().String() },
+		set:   func(c *Config, v string) (err error) { c.Scopes, err = ParseScopeNames(v); return err }},
+	{env: "SIDECAR_ACCESS_LOG", flag: "access-log", isBool: true,
+		usage: "log every tool call with its caller's principal, namespace, duration and outcome",
+		show:  func(c *Config) string { return strconv.FormatBool(c.AccessLog) },
+		set:   func(c *Config, v string) error { return parseBool(&c.AccessLog, v) }},
 	{env: "SIDECAR_ALLOW_INSECURE", flag: "allow-insecure", isBool: true, only: TransportHTTP,
 		usage: "allow a non-loopback bind without tokens",
 		show:  func(c *Config) string { return strconv.FormatBool(c.AllowInsecure) },

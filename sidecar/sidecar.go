@@ -30,7 +30,10 @@ type Sidecar struct {
 	mcp      *server.MCPServer
 	mcpHTTP  *server.StreamableHTTPServer
 	sessions *sessions // stateful HTTP only
+	admit    *admission
+	conns    *connTracker
 	tasks    *mcptasks.Tasks
+	auth     *authenticator // nil without authentication
 	handler  http.Handler
 	draining atomic.Bool
 
@@ -50,7 +53,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 	for _, w := range cfg.warnings {
 		log.Warn("setting ignored", "why", w)
 	}
-	s := &Sidecar{cfg: cfg, log: log, metrics: NewMetrics()}
+	s := &Sidecar{cfg: cfg, metrics: NewMetrics()}
+	s.log = limitLogs(log, s.metrics.reg) // logs.go: a flood logs a bounded number of lines
+	log = s.log
 	s.hardStop, s.hardCancel = context.WithCancel(context.Background())
 	opts := s.storeOptions()
 	if opts.Encryption, err = openEncryption(ctx, cfg, log); err != nil {
@@ -74,7 +79,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		}
 	}
 	s.metrics.SetInfo(s.store.Backend(), cfg.Transport)
+	if cfg.Transport == TransportHTTP && cfg.authenticates() {
+		if s.auth, err = s.newAuthenticator(ctx); err != nil {
+			_ = s.store.Close()
+			return nil, err
+		}
+	}
 	s.mcp = mcpadapter.NewServer(s.store, &mcpadapter.Options{
+		Authorize:      s.authorize,
 		AllowReset:     cfg.AllowReset,
 		AllowErase:     cfg.AllowErase,
 		ClaimTTL:       cfg.ClaimTTL,
@@ -86,8 +98,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		_ = s.store.Close()
 		return nil, err
 	}
+	s.admit = newAdmission(cfg.Fair, s.metrics.reg)
+	s.conns = newConnTracker(cfg, s.metrics.reg)
 	if cfg.Stateful {
-		s.sessions = newSessions(cfg.MaxSessions)
+		s.sessions = newSessions(cfg.MaxSessions, s.admit.endSession)
 		s.metrics.watchSessions(s.sessions.count)
 	}
 	s.mcpHTTP = server.NewStreamableHTTPServer(s.mcp, s.httpOptions()...)
@@ -134,6 +148,9 @@ func (s *Sidecar) serverOptions() []server.ServerOption {
 	var opts []server.ServerOption
 	if s.cfg.Transport == TransportStdio {
 		opts = append(opts, server.WithToolHandlerMiddleware(s.detach))
+	}
+	if s.cfg.AccessLog {
+		opts = append(opts, server.WithToolHandlerMiddleware(s.accessLog))
 	}
 	return append(opts, server.WithToolHandlerMiddleware(s.deadline))
 }

@@ -89,6 +89,7 @@ func newDemo(cfg config, c *mcpClient, exe string) *demo {
 		gh: review.GitHub{API: cfg.GitHubAPI, Token: cfg.GitHubToken}, wake: make(chan struct{}, 1),
 		node: findNodeAgent(cfg.NodeDir)}
 	d.sup = newSupervisor(d.hub, d.poke)
+	d.sup.fencedOut = d.respawn
 	return d
 }
 
@@ -367,6 +368,25 @@ func langName(lang string) string {
 		return "Node, MCP TypeScript SDK"
 	}
 	return "Go, mcp-go"
+}
+
+// respawn replaces an agent that was fenced out (its claim lapsed, on a
+// machine too busy for its heartbeats, and the sidecar refused its next
+// write) when no other agent of its kind is alive to take the run over:
+// without it the review would wait for somebody to press Spawn. A review
+// already finished, or a dashboard shutting down, gets no new agent.
+func (d *demo) respawn(w *worker) {
+	if others := d.sup.find(func(o *worker) bool { return o.Kind == w.Kind && o.Alive }); len(others) > 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ids, err := d.spawn(ctx, w.Kind, w.Lang, 1)
+	if err != nil || len(ids) == 0 {
+		return
+	}
+	d.hub.system("warn", fmt.Sprintf("%s was fenced out and no %s agent was left to take its run over: started %s in its place",
+		w.ID, kindTitle(w.Kind), ids[0]))
 }
 
 // agentCommand is the command line of one agent process.

@@ -70,6 +70,10 @@ type supervisor struct {
 	workers  []*worker
 	races    []*race
 	stopping bool
+	// fencedOut, if set, is called (in a goroutine of its own) when an
+	// agent exits fenced out: its claim lapsed and its run may be left
+	// with nobody working on it.
+	fencedOut func(w *worker)
 }
 
 func newSupervisor(h *hub, changed func()) *supervisor {
@@ -316,8 +320,12 @@ func (s *supervisor) exited(w *worker, err error) {
 	}
 	release := s.releasableLocked(w.Race)
 	stopping := s.stopping
+	fencedOut := s.fencedOut
 	s.mu.Unlock()
 	close(w.done)
+	if code == exitFencedOut && fencedOut != nil && !stopping {
+		go fencedOut(w)
+	}
 	if msg != "" && !stopping {
 		level := "error"
 		if w.Killed {
