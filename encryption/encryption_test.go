@@ -469,7 +469,7 @@ func TestEraseSubject(t *testing.T) {
 		t.Fatalf("history had %d events, has %d after the erasure", len(before), len(after))
 	}
 	tomb := after[0]
-	if tomb.Op != state.OpEraseSubject || tomb.Key != "alice" || tomb.AgentID != "admin@example.com" || tomb.Time.IsZero() {
+	if tomb.Op != state.OpEraseSubject || tomb.Key != "alice" || tomb.Principal != "admin@example.com" || tomb.Time.IsZero() {
 		t.Errorf("tombstone = %+v", tomb)
 	}
 	erased := 0
@@ -600,7 +600,7 @@ func TestEraseNamespaceShredsBackups(t *testing.T) {
 		t.Errorf("Get after the erasure: %v", err)
 	}
 	evs, err := st.History(ctx, state.HistoryQuery{})
-	if err != nil || len(evs) != 1 || evs[0].Op != state.OpEraseNamespace || evs[0].AgentID != "ops" {
+	if err != nil || len(evs) != 1 || evs[0].Op != state.OpEraseNamespace || evs[0].Principal != "ops" {
 		t.Errorf("history after the erasure = %+v, %v", evs, err)
 	}
 	if e, err := other.Get(ctx, "kept"); err != nil || string(e.Value) != `"b's"` {
