@@ -83,7 +83,7 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 		tenant := s.tenantOf(r)
 		if ref := s.admit.precheck(tenant); ref != nil {
 			refuseBody(w)
-			refuse(w, decoded{}, ref)
+			s.refuse(w, r, tenant, decoded{}, ref)
 			return
 		}
 		rc := http.NewResponseController(w)
@@ -108,7 +108,7 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 		d := decodeRequest(body)
 		release, ref := s.admit.admit(tenant, d.kind)
 		if ref != nil {
-			refuse(w, d, ref)
+			s.refuse(w, r, tenant, d, ref)
 			return
 		}
 		defer release()
@@ -121,7 +121,7 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 			}
 			if ref := s.admit.reserveSession(tenant); ref != nil {
 				ref.retryAfter = max(s.cfg.SessionIdleTimeout, time.Second)
-				refuse(w, d, ref)
+				s.refuse(w, r, tenant, d, ref)
 				return
 			}
 			defer func() {
