@@ -43,9 +43,11 @@ func (s *Sidecar) httpOptions() []server.StreamableHTTPOption {
 }
 
 // routes builds the HTTP handler. A request to /mcp passes, in order: with
-// tracing, the extraction of its trace headers; the metrics; authentication, answered from the headers before any of the body
-// is read; the body, read whole within ReadTimeout and MaxRequestBytes; the
-// cap on requests served at once; mcp-go.
+// tracing, the extraction of its trace headers; the metrics;
+// authentication, answered from the headers before any of the body is read;
+// the body, read whole within ReadTimeout and MaxRequestBytes, decoded once
+// and admitted against its tenant's share (admission.go); the cap on
+// requests served at once; mcp-go.
 func (s *Sidecar) routes() http.Handler {
 	var mcpHandler http.Handler = s.taskFront(s.mcpHTTP)
 	mcpHandler = s.limitConcurrency(mcpHandler)
