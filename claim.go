@@ -64,7 +64,7 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 		}
 		ttl = o.claimTTL
 	}
-	if s.c.drv.claimer != nil {
+	if s.c.drv.claimer != nil && !audited(ctx, agent) {
 		c, err := s.claimNative(ctx, id, agent, ttl)
 		if !errors.Is(err, backend.ErrSkip) {
 			return c, err

@@ -37,6 +37,13 @@ const (
 //	                                      {"idempotency_key"}
 //	once.start, once.done                 Once took the lease on an effect / recorded its
 //	                                      result (Value: the result)
+//	erase.namespace, erase.subject        an erasure's tombstone (erase.go): Value
+//	                                      {"records","events","keys_destroyed"}, AgentID the
+//	                                      principal who erased, Key the subject
+//	keys.rotate, keys.reencrypt,          key management (erase.go): Value {"primary"},
+//	keys.retire                           {"records"}, {"retired"}; AgentID the principal
+//	erased                                an event whose payload was sealed with the keys of
+//	                                      an erased subject: shown without key or payload
 //
 // Key is the entry's key, the run id, the lease's resource id, the session
 // id or the effect's key.
@@ -49,8 +56,12 @@ type Event struct {
 	Op       string
 	Value    json.RawMessage
 	Prev     json.RawMessage
-	AgentID  string
-	Time     time.Time
+	// AgentID is the agent id the writer claimed (WithAgent, agent_id).
+	AgentID string
+	// Principal is the authenticated identity the write was made for
+	// (WithPrincipal), or "".
+	Principal string
+	Time      time.Time
 }
 
 // A HistoryQuery selects history entries.
@@ -105,8 +116,9 @@ func (s *Store) history(ctx context.Context, q HistoryQuery) ([]Event, error) {
 
 // eventOf is a stored event as package state shows it.
 func eventOf(e backend.Event) Event {
+	agent, principal := splitWriter(e.Writer)
 	ev := Event{ID: e.ID, Revision: e.Revision, Key: e.Key, Op: e.Op, Value: e.Value, Prev: e.Prev,
-		AgentID: e.Writer, Time: e.Time}
+		AgentID: agent, Principal: principal, Time: e.Time}
 	if strings.HasPrefix(e.Op, "lease.") {
 		ev.Value = fillFence(e.Value, e.Revision)
 	}

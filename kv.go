@@ -51,7 +51,8 @@ type Item struct {
 }
 
 func entryOf(key string, r backend.Record) Entry {
-	return Entry{Key: key, Value: r.Value, Version: r.Revision, AgentID: r.Writer,
+	agent, _ := splitWriter(r.Writer)
+	return Entry{Key: key, Value: r.Value, Version: r.Revision, AgentID: agent,
 		UpdatedAt: r.UpdatedAt, ExpiresAt: r.ExpiresAt}
 }
 
@@ -74,6 +75,9 @@ func (s *Store) set(ctx context.Context, key string, value any, o callOptions) (
 	}
 	val, err := encodeJSON("value", value, lim.MaxValueBytes)
 	if err != nil {
+		return Entry{}, err
+	}
+	if ctx, err = s.subjectCtx(ctx, o); err != nil {
 		return Entry{}, err
 	}
 	rk := layout.KV(key)
@@ -299,6 +303,10 @@ func (s *Store) setMany(ctx context.Context, items []Item, o callOptions) ([]Ent
 	}
 	if len(items) == 0 {
 		return nil, nil
+	}
+	ctx, err := s.subjectCtx(ctx, o)
+	if err != nil {
+		return nil, err
 	}
 	done, err := s.enter()
 	if err != nil {

@@ -101,7 +101,7 @@ func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder s
 		return Lease{}, err
 	}
 	defer done()
-	if s.c.drv.leaser != nil {
+	if s.c.drv.leaser != nil && !audited(ctx, holder) {
 		l, err := s.leaseNative(ctx, act, resource, holder, ttl)
 		if !errors.Is(err, backend.ErrSkip) {
 			return l, err

@@ -29,6 +29,18 @@ func TestOpenUnknownSchemeListsTheRegisteredOnes(t *testing.T) {
 	is.True(strings.Contains(err.Error(), "forgotten import?"))
 }
 
+// A bare file name, the usual slip, gets the URL forms explained.
+func TestOpenBarePathExplainsURLs(t *testing.T) {
+	is := is.New(t)
+	for _, p := range []string{"state.db", "/var/lib/app/state.db", ""} {
+		_, err := state.Open(context.Background(), p)
+		is.True(err != nil)
+		is.True(errors.Is(err, state.ErrInvalid))                   // a bad argument
+		is.True(strings.Contains(err.Error(), "sqlite:state.db"))   // the relative form
+		is.True(strings.Contains(err.Error(), "sqlite:///var/lib")) // and the absolute one
+	}
+}
+
 func TestOpenMemNamesShareAStoreAndNamespaceParameterApplies(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()

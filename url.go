@@ -71,6 +71,12 @@ func (m *URLMux) Open(ctx context.Context, urlstr string, opts *Options) (*Store
 	m.mu.RLock()
 	o, ok := m.openers[u.Scheme]
 	m.mu.RUnlock()
+	if !ok && u.Scheme == "" {
+		// A bare path ("state.db") is the usual slip: say what a store URL is.
+		return nil, wrap("open", "", invalid("url", "%q has no scheme: a store is named by a URL, such as "+
+			"sqlite:state.db (a file relative to the working directory), sqlite:///var/lib/app/state.db, mem://, "+
+			"redis://host:6379/0 or postgres://user@host/db (registered here: %s)", u.Redacted(), strings.Join(m.Schemes(), ", ")))
+	}
 	if !ok {
 		return nil, wrap("open", "", fmt.Errorf("unknown URL scheme %q (registered: %s; forgotten import?)",
 			u.Scheme, strings.Join(m.Schemes(), ", ")))

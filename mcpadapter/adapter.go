@@ -1,6 +1,7 @@
 package mcpadapter
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -27,6 +28,10 @@ type Options struct {
 	// AllowReset lets sidecar_reset wipe the namespace; without it the tool
 	// answers with a tool error.
 	AllowReset bool
+	// AllowErase adds the admin tool sidecar_erase after the 21 (see
+	// AdminToolNames): erasure of a subject (encryption at rest needed) or
+	// of the whole namespace. Without it the tool is not offered.
+	AllowErase bool
 	// ClaimTTL is the claim TTL workflow_claim uses when the call gives no
 	// claim_ttl_seconds; 0 means the store's own default.
 	ClaimTTL time.Duration
@@ -39,7 +44,9 @@ type Options struct {
 	// OpenTelemetry's MCP conventions (mcp.method.name, gen_ai.tool.name,
 	// gen_ai.operation.name, and error.type "tool_error" with an error
 	// status for a tool error) and state.namespace and state.outcome ("ok",
-	// or the kind of error: not_found, conflict, invalid_argument...). No
+	// or the kind of error: not_found, conflict, invalid_argument,
+	// forbidden...), and, for a call with a Caller, user.id (its principal)
+	// and state.access. No
 	// argument or result is recorded. The parent is the trace context in
 	// the call's params._meta (traceparent, tracestate, baggage) if any,
 	// with the span context in the call's context as a link; else the span
@@ -51,6 +58,14 @@ type Options struct {
 	// Propagator reads the trace context of params._meta. Defaults to W3C
 	// Trace Context and Baggage.
 	Propagator propagation.TextMapPropagator
+	// Authorize, if set, decides whether a tool call may run and whether
+	// tools/list shows the tool: tool is the unprefixed name and need the
+	// access the tool needs (ToolAccess); the caller, if the host
+	// authenticated one, is CallerFrom(ctx). A non-nil error refuses the
+	// call with a tool error showing the error's text (wrap ErrForbidden).
+	// Without it, a call with a Caller in its context (WithCaller) runs
+	// only if the caller's Access covers need, and one without runs.
+	Authorize func(ctx context.Context, tool string, need Access) error
 	// Logger receives the details of failures that clients are not shown:
 	// a tool error caused by the backend tells the client only a stable
 	// message and an error id, and logs the error with that id. Defaults
@@ -109,6 +124,9 @@ func Tools(st *state.Store, opts *Options) []server.ServerTool {
 			out = append(out, t.serverTool(st, o))
 		}
 	}
+	if o.AllowErase {
+		out = append(out, eraseTool.serverTool(st, o))
+	}
 	return out
 }
 
@@ -135,10 +153,14 @@ func Register(s *server.MCPServer, st *state.Store, opts *Options) {
 
 // NewServer returns an MCP server named ServerName, at version
 // state.Version, with instructions that explain the tools' workflow, tool
-// capabilities, panic recovery and the tools selected by opts over st.
-// serverOpts are applied after those.
+// capabilities, panic recovery, a tools/list that shows each caller only
+// the tools it may call (AddListFilter), and the tools selected by opts over
+// st. serverOpts are applied after those.
 func NewServer(st *state.Store, opts *Options, serverOpts ...server.ServerOption) *server.MCPServer {
+	hooks := &server.Hooks{}
+	AddListFilter(hooks, opts)
 	so := append([]server.ServerOption{
+		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
 		server.WithInstructions(Instructions),
 		server.WithRecovery(),

@@ -61,6 +61,8 @@ func message(ctx context.Context, log *slog.Logger, tool string, err error) stri
 		return he.Error()
 	case errors.Is(err, errResetDisabled):
 		return errResetDisabled.Error()
+	case errors.Is(err, ErrForbidden):
+		return err.Error() // DeniedError's text, or the host's Authorize's
 	case errors.Is(err, state.ErrNotFound) && errors.As(err, &se) && strings.HasPrefix(se.Op, "workflow."):
 		return runNotFound(se.Key)
 	case errors.As(err, &se) && isSentinel(se.Err):
@@ -82,7 +84,7 @@ func message(ctx context.Context, log *slog.Logger, tool string, err error) stri
 // errors itself, whose texts are fixed.
 func isSentinel(err error) bool {
 	for _, s := range []error{state.ErrNotFound, state.ErrClosed, state.ErrInvalid, state.ErrConflict,
-		state.ErrLeaseHeld, state.ErrNotHeld, state.ErrClaimed, state.ErrFinished} {
+		state.ErrLeaseHeld, state.ErrNotHeld, state.ErrClaimed, state.ErrFinished, state.ErrNoEncryption} {
 		if err == s {
 			return true
 		}

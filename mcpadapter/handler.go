@@ -108,6 +108,14 @@ func (t *tool) handler(st *state.Store, o *Options, name string, tr *tracing) se
 
 // call runs the tool and returns its encoded result.
 func (t *tool) call(ctx context.Context, st *state.Store, o *Options, req mcp.CallToolRequest) ([]byte, error) {
+	if err := o.authorize(ctx, t.name, accessOf(t)); err != nil {
+		return nil, err
+	}
+	if c, ok := CallerFrom(ctx); ok && c.Principal != "" {
+		if _, set := state.PrincipalFrom(ctx); !set {
+			ctx = state.WithPrincipal(ctx, c.Principal) // history records who
+		}
+	}
 	raw, err := rawArguments(req)
 	if err != nil {
 		return nil, err

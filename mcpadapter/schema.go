@@ -106,7 +106,8 @@ var (
 )
 
 // schemaOf describes the JSON encoding/json gives a value of type t: every
-// struct field is present (required), and a pointer may be null.
+// struct field is present (required) unless it is omitempty, and a pointer
+// may be null.
 func schemaOf(t reflect.Type) obj {
 	if t.Kind() == reflect.Pointer {
 		return nullable(schemaOf(t.Elem()))
@@ -134,7 +135,7 @@ func schemaOf(t reflect.Type) obj {
 		props := obj{}
 		var required []string
 		for f := range t.Fields() {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			name, flags, _ := strings.Cut(f.Tag.Get("json"), ",")
 			s := schemaOf(f.Type)
 			if d := f.Tag.Get("desc"); d != "" {
 				if own, ok := s.get("description").(string); ok {
@@ -143,7 +144,9 @@ func schemaOf(t reflect.Type) obj {
 				s = s.with("description", d)
 			}
 			props = append(props, member{name, s})
-			required = append(required, name)
+			if flags != "omitempty" {
+				required = append(required, name)
+			}
 		}
 		return obj{{"type", "object"}, {"properties", props}, {"required", required}}
 	}

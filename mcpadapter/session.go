@@ -32,6 +32,7 @@ type (
 		AgentID       *string         `json:"agent_id"`
 		WrittenAt     stamp           `json:"written_at"`
 		Op            string          `json:"op" desc:"what happened, such as kv.set or workflow.claim"`
+		Principal     *string         `json:"principal,omitempty" desc:"who the server authenticated as the writer (an OAuth subject or a token name), apart from the agent_id the writer claimed; absent when the server authenticated none"`
 	}
 )
 
@@ -67,7 +68,7 @@ func historyLog(ctx context.Context, st *state.Store, a args, _ *Options) (any, 
 	out := historyResult{Entries: make([]historyEntry, len(evs)), Total: len(evs)}
 	for i, e := range evs {
 		out.Entries[i] = historyEntry{ID: e.ID, Key: e.Key, NewValue: e.Value, PreviousValue: e.Prev,
-			AgentID: optStr(e.AgentID), WrittenAt: stamp(e.Time), Op: e.Op}
+			AgentID: optStr(e.AgentID), WrittenAt: stamp(e.Time), Op: e.Op, Principal: optStr(e.Principal)}
 	}
 	return out, nil
 }

@@ -235,7 +235,7 @@ var table = []tool{
 		name:  "history_log",
 		title: "Read the audit history",
 		desc: "Read the audit log of state changes, newest first: key writes and deletes; workflow create, claim, reclaim, heartbeat, checkpoint, finish and release, and link, join, rejoin and replay (children, join parents, idempotent retries); " +
-			"lease acquire, renew, release and takeover; session saves and deletes. Each entry has op, new_value, previous_value, agent_id and written_at (epoch seconds). " +
+			"lease acquire, renew, release and takeover; session saves and deletes. Each entry has op, new_value, previous_value, agent_id (the id the writer claimed), principal (who the server authenticated; absent when none) and written_at (epoch seconds). " +
 			"Old entries are trimmed by the server's retention.",
 		params: []param{
 			{name: "key", kind: kString, desc: "Only entries of this key, run id, resource id or session id (exact match)."},

@@ -25,6 +25,10 @@ const (
 	attrNamespace = attribute.Key("state.namespace")
 	attrOutcome   = attribute.Key("state.outcome")
 	attrErrorID   = attribute.Key("state.error_id")
+	// attrUser is the authenticated caller (Caller.Principal), OpenTelemetry's
+	// user.id; attrAccess its access level.
+	attrUser   = attribute.Key("user.id")
+	attrAccess = attribute.Key("state.access")
 )
 
 // instrumentation is the name of this package's tracer.
@@ -58,11 +62,15 @@ func (tr *tracing) start(ctx context.Context, st *state.Store, name string, req 
 	if !ok {
 		ns = st.NamespaceName()
 	}
-	opts := []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attrMethod.String("tools/call"), attrTool.String(name),
-			attrOperation.String("execute_tool"), attrNamespace.String(ns)),
+	attrs := []attribute.KeyValue{attrMethod.String("tools/call"), attrTool.String(name),
+		attrOperation.String("execute_tool"), attrNamespace.String(ns)}
+	if c, ok := CallerFrom(ctx); ok {
+		if c.Principal != "" {
+			attrs = append(attrs, attrUser.String(c.Principal))
+		}
+		attrs = append(attrs, attrAccess.String(c.Access.String()))
 	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)}
 	if m := req.Params.Meta; m != nil && len(m.AdditionalFields) > 0 {
 		ambient := trace.SpanContextFromContext(ctx)
 		ctx = tr.prop.Extract(ctx, metaCarrier(m.AdditionalFields))
@@ -108,6 +116,8 @@ func outcome(err error) string {
 		return "closed"
 	case errors.Is(err, errResetDisabled):
 		return "reset_disabled"
+	case errors.Is(err, ErrForbidden):
+		return "forbidden"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
 	case errors.Is(err, context.Canceled):

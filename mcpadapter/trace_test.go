@@ -170,3 +170,15 @@ func TestNoTracerProviderNoSpans(t *testing.T) {
 		t.Errorf("%d spans without a TracerProvider, want only the caller's", len(spans))
 	}
 }
+
+func TestToolCallSpanNamesTheCaller(t *testing.T) {
+	tp, exp := spantest.New(t)
+	st, _ := statetest.NewStore(t)
+	c := tracedClient(t, st, tp, nil)
+	ctx := mcpadapter.WithCaller(t.Context(), mcpadapter.Caller{Principal: "alice@example.com", Access: mcpadapter.AccessRead})
+	c.callCtx(ctx, "state_set", `{"key":"k","value":1}`)
+	a := spanAttrs(spantest.Named(t, exp, "tools/call state_set"))
+	if a["user.id"] != "alice@example.com" || a["state.access"] != "read" || a["state.outcome"] != "forbidden" {
+		t.Fatalf("span attributes %v: want user.id, state.access read and outcome forbidden", a)
+	}
+}

@@ -134,7 +134,7 @@ func TestSlowBodiesAreCut(t *testing.T) {
 // unauthenticated client cannot hold the server with a slow body.
 func TestAuthenticationBeforeBody(t *testing.T) {
 	cfg := memConfig() // a body deadline of minutes: a server that waited for the body would not answer
-	cfg.Tokens = []Token{{"right", ""}}
+	cfg.Tokens = []Token{{Secret: "right", Namespace: ""}}
 	r := startHTTP(t, cfg)
 	addr := strings.TrimPrefix(r.URL, "http://")
 	for _, hdr := range []string{"", "Authorization: Bearer wrong\r\n"} {

@@ -447,7 +447,7 @@ func (a *admission) endSession(key string) {
 // tenantOf names the tenant of an authenticated request: its token's
 // namespace on a sidecar with tokens, its client's IP address otherwise.
 func (s *Sidecar) tenantOf(r *http.Request) string {
-	if len(s.cfg.Tokens) > 0 {
+	if s.cfg.authenticates() { // static tokens or OAuth
 		ns, _ := mcpadapter.NamespaceFrom(r.Context())
 		return "ns:" + ns
 	}

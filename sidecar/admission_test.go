@@ -171,7 +171,7 @@ func TestTenantOf(t *testing.T) {
 	if got := s.tenantOf(r); got != "ip:192.0.2.7" {
 		t.Errorf("tenant without tokens: %q", got)
 	}
-	s.cfg.Tokens = []Token{{"x", ""}}
+	s.cfg.Tokens = []Token{{Secret: "x", Namespace: ""}}
 	if got := s.tenantOf(r); got != "ns:" {
 		t.Errorf("tenant of the default namespace's token: %q", got)
 	}

@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/console"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -70,12 +72,30 @@ type Config struct {
 	// stateless: any replica answers any request.
 	Stateful bool
 	// Tokens, when any, are required as bearer tokens on /mcp; each maps to
-	// a namespace.
+	// a namespace and grants scopes.
 	Tokens []Token
+	// OAuth, when its Issuer is set, makes /mcp accept (and require) JWT
+	// access tokens of that issuer too.
+	OAuth OAuthConfig
+	// Scopes names the scopes of the read, write and admin access levels;
+	// the zero value means DefaultScopeNames.
+	Scopes ScopeNames
+	// AccessLog logs every tool call with its caller's principal.
+	AccessLog bool
 	// AllowInsecure permits binding a non-loopback address without tokens.
 	AllowInsecure bool
 	// AllowReset enables the sidecar_reset tool.
 	AllowReset bool
+	// AllowErase offers the sidecar_erase tool (an admin tool: erasure of
+	// a subject or of the namespace).
+	AllowErase bool
+	// EncryptionKeyURL, when set, turns on encryption at rest with data
+	// keys wrapped by the key it names (package encryption: base64key://,
+	// file://, vault://, gcpkms://, awskms://). Off when empty.
+	EncryptionKeyURL string
+	// PreviousKeyURLs are key URLs that only unwrap, during a rotation of
+	// the key-encryption key (state-sidecar keys rewrap).
+	PreviousKeyURLs []string
 
 	// ClaimTTL is the default claim TTL of workflow_claim.
 	ClaimTTL time.Duration
@@ -123,6 +143,19 @@ type Config struct {
 
 	// Tasks configures durable MCP tasks (tasks.go).
 	Tasks TaskConfig
+
+	// Console turns the operator console at /ui on or off (console.go);
+	// "" is ConsoleAuto.
+	Console ConsoleMode
+	// ConsoleAuthorize, when set, is asked by the console before every
+	// page (console.ScopeRead) and action (console.ScopeWrite or
+	// console.ScopeAdmin), with the request as authenticated (its token's
+	// namespace in the context); an error refuses it with 403. It is the
+	// hook for a policy of the host's own. Nil means the token's scopes
+	// decide, as for the tools: read to see the pages, write to delete a key
+	// or cancel a task, admin to release a claim or fail a run (a token
+	// without scopes has them all).
+	ConsoleAuthorize func(r *http.Request, need console.Scope) error
 
 	// ShutdownTimeout bounds how long a shutdown waits for calls in flight.
 	ShutdownTimeout time.Duration
@@ -213,6 +246,10 @@ type loader struct {
 	bad  []badValue
 	fs   *flag.FlagSet
 	name string
+	// help is where -h prints usage (standard output for the command);
+	// a parse error prints nothing: it is returned.
+	help  io.Writer
+	usage func(w io.Writer)
 }
 
 // badValue is a value a setting rejected, and where it came from.
@@ -223,9 +260,10 @@ type badValue struct {
 }
 
 // newLoader applies the environment and declares a flag per setting on a
-// flag set that prints usageFor(name, commands) for -h.
+// flag set whose -h prints writeUsage(name, commands) to usage.
 func newLoader(name string, lookupEnv func(string) (string, bool), usage io.Writer, commands []Command) *loader {
-	l := &loader{c: Defaults(), name: name}
+	l := &loader{c: Defaults(), name: name, help: usage,
+		usage: func(w io.Writer) { writeUsage(w, name, commands) }}
 	for i := range settings {
 		s := &settings[i]
 		v, ok := lookupEnv(s.env)
@@ -237,8 +275,8 @@ func newLoader(name string, lookupEnv func(string) (string, bool), usage io.Writ
 		}
 	}
 	l.fs = flag.NewFlagSet(name, flag.ContinueOnError)
-	l.fs.SetOutput(usage)
-	l.fs.Usage = func() { writeUsage(usage, name, commands) }
+	l.fs.SetOutput(io.Discard) // parse prints the help, and returns errors
+	l.fs.Usage = func() {}
 	for i := range settings {
 		s := &settings[i]
 		set := func(v string) error {
@@ -259,13 +297,15 @@ func newLoader(name string, lookupEnv func(string) (string, bool), usage io.Writ
 	return l
 }
 
-// parse parses the flags; -h is flag.ErrHelp.
+// parse parses the flags. -h prints the usage to l.help and is
+// flag.ErrHelp; a bad flag is an ErrConfig error, printed by nobody here.
 func (l *loader) parse(args []string) error {
 	if err := l.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			l.usage(l.help)
 			return err
 		}
-		return fmt.Errorf("%w: %v", ErrConfig, err)
+		return fmt.Errorf("%w: %v (-h lists the flags)", ErrConfig, err)
 	}
 	return nil
 }
@@ -280,6 +320,9 @@ func (l *loader) finish() (Config, error) {
 			continue
 		}
 		return Config{}, fmt.Errorf("%w: %s: %v", ErrConfig, b.source, b.err)
+	}
+	if err := c.checkAuth(); err != nil {
+		return Config{}, err
 	}
 	if c.Transport == TransportHTTP && c.MaxRequestBytes < int64(c.Limits.MaxValueBytes) {
 		return Config{}, fmt.Errorf("%w: SIDECAR_MAX_REQUEST_BYTES (%d) is below SIDECAR_MAX_VALUE_BYTES (%d): the largest value could not be sent",
@@ -298,11 +341,12 @@ var ErrProtectedMode = errors.New("protected mode")
 // that would listen on a non-loopback address without bearer tokens, unless
 // AllowInsecure is set. The error says how to fix it.
 func (c Config) CheckProtected() error {
-	if c.Transport != TransportHTTP || len(c.Tokens) > 0 || c.AllowInsecure || isLoopback(c.Host) {
+	if c.Transport != TransportHTTP || c.authenticates() || c.AllowInsecure || isLoopback(c.Host) {
 		return nil
 	}
 	return fmt.Errorf("%w: refusing to serve %s without authentication: anyone who can reach it could read and "+
-		"change all state. Set SIDECAR_AUTH_TOKENS (or -auth-tokens) to require bearer tokens, or bind a loopback "+
+		"change all state. Set SIDECAR_AUTH_TOKENS (or -auth-tokens) to require bearer tokens, or SIDECAR_OAUTH_ISSUER "+
+		"and SIDECAR_OAUTH_AUDIENCE to require OAuth access tokens, or bind a loopback "+
 		"address with SIDECAR_HOST=127.0.0.1 (or -host), or set SIDECAR_ALLOW_INSECURE=true (or -allow-insecure) "+
 		"if the network is trusted", ErrProtectedMode, c.Addr())
 }

@@ -52,6 +52,8 @@ var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR
 	"S3_URL", "s3://agents/team-a?region=eu-west-1", "STATE_DIR", "/tmp/state-dir",
 	"SIDECAR_HOST", "::1", "SIDECAR_PORT", "9000", "SIDECAR_TRANSPORT", "stdio", "SIDECAR_STATEFUL", "true",
 	"SIDECAR_AUTH_TOKENS", "a:one, b", "SIDECAR_ALLOW_INSECURE", "1", "SIDECAR_ALLOW_RESET", "TRUE",
+	"SIDECAR_ALLOW_ERASE", "true", "STATE_ENCRYPTION_KEY_URL", "file:///etc/state/kek",
+	"STATE_ENCRYPTION_PREVIOUS_KEY_URLS", "file:///etc/state/old, file:///etc/state/older",
 	"SIDECAR_CLAIM_TTL_SECONDS", "1.5", "SIDECAR_IDEMPOTENCY_WINDOW_SECONDS", "3600", "SIDECAR_HISTORY_MAX_AGE_SECONDS", "0", "SIDECAR_HISTORY_MAX_EVENTS", "0",
 	"SIDECAR_SWEEP_INTERVAL_SECONDS", "0", "SIDECAR_SWEEP_GRACE_SECONDS", "5",
 	"SIDECAR_MAX_KEY_BYTES", "64", "SIDECAR_MAX_ID_BYTES", "32", "SIDECAR_MAX_VALUE_BYTES", "4096", "SIDECAR_MAX_TAGS", "4",
@@ -65,7 +67,13 @@ var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR
 	"SIDECAR_UNAUTHENTICATED_IDLE_TIMEOUT_SECONDS", "1.5",
 	// --- tasks (tasks.go) ---
 	"SIDECAR_TASKS", "false", "SIDECAR_TASK_TTL_SECONDS", "60", "SIDECAR_TASK_MAX_TTL_SECONDS", "120",
-	"SIDECAR_TASK_MAX_LIVE", "7", "SIDECAR_TASK_CLAIM_TTL_SECONDS", "2"}
+	"SIDECAR_TASK_MAX_LIVE", "7", "SIDECAR_TASK_CLAIM_TTL_SECONDS", "2",
+	// --- console (console.go) ---
+	"SIDECAR_CONSOLE", "false",
+	// --- auth (auth.go) ---
+	"SIDECAR_OAUTH_ISSUER", "https://idp.example.com", "SIDECAR_OAUTH_AUDIENCE", "https://state.example.com/mcp",
+	"SIDECAR_OAUTH_TENANT_CLAIM", "org", "SIDECAR_OAUTH_SUBJECT_CLAIM", "client_id", "SIDECAR_OAUTH_SCOPES", "r, w,a",
+	"SIDECAR_ACCESS_LOG", "true"}
 
 func TestLoadEnvironmentThenFlags(t *testing.T) {
 	e := env(every...)
@@ -76,15 +84,19 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 	want := Config{Backend: "memory", DBPath: "/tmp/x.db", SQLiteLockTimeout: 2500 * time.Millisecond,
 		RedisURL: "rediss://r:6380/1", DatabaseURL: "postgresql://u:p@db:5432/agents?schema=s",
 		S3URL: "s3://agents/team-a?region=eu-west-1", StateDir: "/tmp/state-dir", Host: "::1", Port: 9000,
-		Transport: "stdio", Stateful: true, Tokens: []Token{{"a", "one"}, {"b", ""}}, AllowInsecure: true,
-		AllowReset: true, ClaimTTL: 1500 * time.Millisecond, IdempotencyWindow: time.Hour, HistoryMaxAge: 0, HistoryMaxEvents: 0, SweepInterval: 0,
+		Transport: "stdio", Stateful: true, Tokens: []Token{{Secret: "a", Namespace: "one"}, {Secret: "b", Namespace: ""}}, AllowInsecure: true,
+		AllowReset: true, AllowErase: true, EncryptionKeyURL: "file:///etc/state/kek",
+		PreviousKeyURLs: []string{"file:///etc/state/old", "file:///etc/state/older"}, ClaimTTL: 1500 * time.Millisecond, IdempotencyWindow: time.Hour, HistoryMaxAge: 0, HistoryMaxEvents: 0, SweepInterval: 0,
 		SweepGrace: 5 * time.Second, Limits: state.Limits{MaxKeyBytes: 64, MaxIDBytes: 32, MaxValueBytes: 4096, MaxTags: 4, MaxBatch: 1000},
 		RequestTimeout: 7 * time.Second, ReadTimeout: 3 * time.Second, MaxRequestBytes: 65536, MaxConnections: 10,
 		MaxConcurrentRequests: 5, MaxSessions: 20, SessionIdleTimeout: 30 * time.Second,
 		Fair: FairConfig{MaxConcurrentRequests: 3, MaxLongPolls: 0, MaxSessions: 4, Rate: 2.5, Burst: 6,
 			MaxUnauthenticatedConnections: 8, UnauthenticatedIdleTimeout: 1500 * time.Millisecond},
 		Tasks:           TaskConfig{DefaultTTL: time.Minute, MaxTTL: 2 * time.Minute, MaxLive: 7, ClaimTTL: 2 * time.Second},
-		ShutdownTimeout: 3 * time.Second, LogLevel: slog.LevelDebug, LogFormat: "json"}
+		Console:         ConsoleOff,
+		ShutdownTimeout: 3 * time.Second, LogLevel: slog.LevelDebug, LogFormat: "json",
+		OAuth:  OAuthConfig{Issuer: "https://idp.example.com", Audience: "https://state.example.com/mcp", TenantClaim: "org", SubjectClaim: "client_id"},
+		Scopes: ScopeNames{Read: "r", Write: "w", Admin: "a"}, AccessLog: true}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("from the environment:\n got %+v\nwant %+v", c, want)
 	}
@@ -104,7 +116,7 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.Backend, want.Port, want.Transport, want.Stateful, want.AllowReset, want.AllowInsecure = "redis", 0, "http", false, false, false
-	want.Tokens, want.ClaimTTL, want.Host, want.DBPath, want.HistoryMaxEvents, want.Limits.MaxTags = []Token{{"z", ""}}, time.Minute, "::1", "rel.db", 7, 9
+	want.Tokens, want.ClaimTTL, want.Host, want.DBPath, want.HistoryMaxEvents, want.Limits.MaxTags = []Token{{Secret: "z", Namespace: ""}}, time.Minute, "::1", "rel.db", 7, 9
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("flags must override the environment:\n got %+v\nwant %+v", c, want)
 	}
@@ -249,18 +261,20 @@ func TestReadmeListsEverySetting(t *testing.T) {
 }
 
 func TestParseTokens(t *testing.T) {
-	got, err := ParseTokens(" alpha:team-a , ,beta, with:colon:ns_2 ")
+	got, err := ParseTokens(" alpha:team-a , ,beta, with:colon:ns_2 , gamma:team-c|state:read, delta|state:read+state:write ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Token{{"alpha", "team-a"}, {"beta", ""}, {"with:colon", "ns_2"}}
-	if !slices.Equal(got, want) {
+	want := []Token{{Secret: "alpha", Namespace: "team-a"}, {Secret: "beta", Namespace: ""}, {Secret: "with:colon", Namespace: "ns_2"},
+		{Secret: "gamma", Namespace: "team-c", Scopes: []string{"state:read"}},
+		{Secret: "delta", Scopes: []string{"state:read", "state:write"}}}
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if s := (Token{"secret", "ns"}).String(); strings.Contains(s, "secret") {
+	if s := (Token{Secret: "secret", Namespace: "ns"}).String(); strings.Contains(s, "secret") {
 		t.Errorf("Token.String must hide the secret: %q", s)
 	}
-	for _, bad := range []string{":ns", "a:", "x,x"} {
+	for _, bad := range []string{":ns", "a:", "x,x", "a|", "a:ns| + "} {
 		if _, err := ParseTokens(bad); err == nil {
 			t.Errorf("ParseTokens(%q): want an error", bad)
 		}
@@ -284,7 +298,7 @@ func TestCheckProtected(t *testing.T) {
 		{"::", nil, false, true},
 		{"10.1.2.3", nil, false, true},
 		{"sidecar.internal", nil, false, true},
-		{"0.0.0.0", []Token{{"t", ""}}, false, false},
+		{"0.0.0.0", []Token{{Secret: "t", Namespace: ""}}, false, false},
 		{"0.0.0.0", nil, true, false},
 	} {
 		c := Defaults()
@@ -337,5 +351,44 @@ func TestStoreURL(t *testing.T) {
 	c.Backend, c.RedisURL = BackendRedis, "redis://h:1/2"
 	if u, _ := c.StoreURL(); u != "redis://h:1/2" {
 		t.Errorf("redis: %q", u)
+	}
+}
+
+func TestAuthSettingsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"SIDECAR_OAUTH_ISSUER", "https://idp.example.com"}, "needs SIDECAR_OAUTH_AUDIENCE"},
+		{[]string{"SIDECAR_OAUTH_AUDIENCE", "https://s.example/mcp"}, "need SIDECAR_OAUTH_ISSUER"},
+		{[]string{"SIDECAR_AUTH_TOKENS", "t|state:wrtie"}, `unknown scope "state:wrtie"`},
+		{[]string{"SIDECAR_AUTH_TOKENS", "t|admin", "SIDECAR_OAUTH_SCOPES", "read,write,admin"}, ""},
+		{[]string{"SIDECAR_OAUTH_SCOPES", "a,b"}, "three scope names"},
+		{[]string{"SIDECAR_OAUTH_SCOPES", "a,a,b"}, "must differ"},
+	} {
+		_, err := Load(nil, env(tc.env...), io.Discard)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.env, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want ErrConfig saying %q", tc.env, err, tc.want)
+		}
+	}
+}
+
+// An OAuth issuer authenticates as tokens do: protected mode lets it bind
+// any address, and its refusal names it.
+func TestCheckProtectedOAuth(t *testing.T) {
+	c := Defaults()
+	c.Host = "0.0.0.0"
+	if err := c.CheckProtected(); err == nil || !strings.Contains(err.Error(), "SIDECAR_OAUTH_ISSUER") {
+		t.Fatalf("without authentication: %v", err)
+	}
+	c.OAuth = OAuthConfig{Issuer: "https://idp.example.com", Audience: "https://s.example.com/mcp"}
+	if err := c.CheckProtected(); err != nil {
+		t.Fatalf("with OAuth: %v", err)
 	}
 }

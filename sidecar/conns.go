@@ -53,7 +53,7 @@ type connTracker struct {
 func newConnTracker(cfg Config, reg prometheus.Registerer) *connTracker {
 	t := &connTracker{
 		max: cfg.MaxConnections, maxUnauth: cfg.Fair.MaxUnauthenticatedConnections,
-		unauthIdle: cfg.Fair.UnauthenticatedIdleTimeout, tokens: len(cfg.Tokens) > 0,
+		unauthIdle: cfg.Fair.UnauthenticatedIdleTimeout, tokens: cfg.authenticates(),
 		slots: make(chan struct{}, cfg.MaxConnections), wake: make(chan struct{}, 1),
 		conns: map[*trackedConn]struct{}{},
 		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricConnectionsEvicted,

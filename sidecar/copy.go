@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/statesidecar/state"
@@ -45,12 +46,13 @@ func (n *namespaces) Set(v string) error {
 
 func runCopy(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet(Name+" copy", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs.SetOutput(io.Discard) // -h is printed below, to stdout; errors are returned
 	var nss namespaces
 	fs.Var(&nss, "namespace", "a namespace to copy (repeatable); none: every namespace the source can name, else \"default\"")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage: %s copy [-namespace ns]... [-quiet] FROM_URL TO_URL\n\n"+
+	usage := func() {
+		fs.SetOutput(env.Stdout)
+		fmt.Fprintf(env.Stdout, "Usage: %s copy [-namespace ns]... [-quiet] FROM_URL TO_URL\n\n"+
 			"Copies every live record and the history of each namespace from one store to another,\n"+
 			"into empty namespaces. URLs as the store opens them: sqlite:///abs/path.db, redis://host:6379/0,\n"+
 			"postgres://user@host/db, s3://bucket/prefix?endpoint=..., file:///abs/dir.\n\n", Name)
@@ -61,9 +63,10 @@ func runCopy(ctx context.Context, args []string, env Env) error {
 	for {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				usage()
 				return err
 			}
-			return fmt.Errorf("%w: %v", ErrConfig, err)
+			return fmt.Errorf("%w: %v (-h lists the flags)", ErrConfig, err)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -100,6 +103,52 @@ func runCopy(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	for _, n := range rep.Namespaces {
+		if n.Namespace == state.KeysNamespace {
+			continue // an object store names the key table too: copied as it is
+		}
+		k, err := copyKeys(ctx, state.DriverKeyTable(from.Driver()), state.DriverKeyTable(to.Driver()), n.Namespace)
+		if err != nil {
+			return fmt.Errorf("namespace %q: copying its data keys: %w", n.Namespace, err)
+		}
+		if k > 0 {
+			fmt.Fprintf(env.Stdout, "namespace %q: %d wrapped data key sets copied (the target needs the same STATE_ENCRYPTION_KEY_URL)\n", n.Namespace, k)
+		}
+	}
 	fmt.Fprintf(env.Stdout, "Copied %s to %s.\n", redact(urls[0]), redact(urls[1]))
 	return nil
+}
+
+// copyKeys copies the wrapped data key sets of namespace ns (its own and
+// its subjects', encryption at rest) from one key table to another, as
+// they are: records are copied sealed, and without their keys they could
+// not be read. It returns how many it copied; a key set the target has
+// already, the same, is not an error.
+func copyKeys(ctx context.Context, from, to state.KeyTable, ns string) (int, error) {
+	names, err := from.List(ctx, ns+"/")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range append([]string{ns}, names...) {
+		v, _, err := from.Get(ctx, name)
+		if errors.Is(err, state.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		ok, err := to.Put(ctx, name, v, 0)
+		if err != nil {
+			return n, err
+		}
+		if !ok {
+			if cur, _, err := to.Get(ctx, name); err != nil || string(cur) != string(v) {
+				return n, fmt.Errorf("the target has other data keys for %q", name)
+			}
+			continue
+		}
+		n++
+	}
+	return n, nil
 }

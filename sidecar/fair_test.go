@@ -60,7 +60,7 @@ func setCall(key string) string {
 // connection was shut out.
 func TestAttackIdleUnauthenticatedConnections(t *testing.T) {
 	cfg := memConfig()
-	cfg.Tokens = []Token{{"tok-a", "a"}}
+	cfg.Tokens = []Token{{Secret: "tok-a", Namespace: "a"}}
 	cfg.MaxConnections = 32
 	setFair(&cfg, fairLimits{unauthConns: 8})
 	r := startHTTP(t, cfg)
@@ -146,7 +146,7 @@ func TestAttackLongPollFlood(t *testing.T) {
 		attackerSource string
 		victim         string
 	}{
-		{"tokens", []Token{{"tok-a", "a"}, {"tok-b", "b"}}, "tok-a", "127.0.0.1", "tok-b"},
+		{"tokens", []Token{{Secret: "tok-a", Namespace: "a"}, {Secret: "tok-b", Namespace: "b"}}, "tok-a", "127.0.0.1", "tok-b"},
 		{"open", nil, "", "127.0.0.2", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,7 +214,7 @@ func TestAttackLongPollFlood(t *testing.T) {
 func TestAttackSessionsOfOneTenant(t *testing.T) {
 	cfg := memConfig()
 	cfg.Stateful, cfg.MaxSessions = true, 20
-	cfg.Tokens = []Token{{"tok-a", "a"}, {"tok-b", "b"}}
+	cfg.Tokens = []Token{{Secret: "tok-a", Namespace: "a"}, {Secret: "tok-b", Namespace: "b"}}
 	setFair(&cfg, fairLimits{sessions: 5})
 	r := startHTTP(t, cfg)
 	refusedA := 0

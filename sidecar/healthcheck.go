@@ -23,9 +23,9 @@ var errUnhealthy = errors.New("unhealthy")
 // exec probe, which also works for a sidecar bound to 127.0.0.1, where the
 // kubelet's HTTP probes cannot reach.
 func healthcheck(ctx context.Context, args []string, env Env) error {
-	l := newLoader(Name+" healthcheck", env.LookupEnv, env.Stderr, nil)
-	l.fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage: %s healthcheck [-live] [-timeout-seconds n] [serve flags]\n"+
+	l := newLoader(Name+" healthcheck", env.LookupEnv, env.Stdout, nil)
+	l.usage = func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: %s healthcheck [-live] [-timeout-seconds n] [serve flags]\n"+
 			"Exit status 0 when the sidecar on SIDECAR_HOST:SIDECAR_PORT answers /readyz (-live: /healthz) with 200, 1 otherwise.\n", Name)
 	}
 	live := l.fs.Bool("live", false, "ask /healthz (the process serves) instead of /readyz (the backend answers)")

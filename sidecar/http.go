@@ -33,7 +33,7 @@ func (s *Sidecar) httpOptions() []server.StreamableHTTPOption {
 		// mode would be one stream shared by every older client.
 		opts = append(opts, server.WithStateLess(true), server.WithDisableStreaming(true))
 	}
-	if len(s.cfg.Tokens) > 0 {
+	if s.auth != nil {
 		// The DNS-rebinding guard protects an unauthenticated loopback server
 		// from web pages; a bearer token does that better, and the guard
 		// would reject a same-pod proxy that keeps the original Host.
@@ -52,8 +52,8 @@ func (s *Sidecar) routes() http.Handler {
 	var mcpHandler http.Handler = s.taskFront(s.mcpHTTP)
 	mcpHandler = s.limitConcurrency(mcpHandler)
 	mcpHandler = s.readBody(mcpHandler)
-	if len(s.cfg.Tokens) > 0 {
-		mcpHandler = newAuthenticator(s.cfg.Tokens, s.metrics.AuthFailed).wrap(mcpHandler)
+	if s.auth != nil {
+		mcpHandler = s.auth.wrap(mcpHandler)
 	}
 	mcpHandler = s.metrics.InstrumentMCP(mcpHandler)
 	if s.cfg.TracerProvider != nil {
@@ -61,9 +61,11 @@ func (s *Sidecar) routes() http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcpHandler)
+	s.auth.routes(mux) // RFC 9728 metadata, with OAuth
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.Handler())
+	s.mountConsole(mux) // /ui, when on (console.go)
 	return mux
 }
 

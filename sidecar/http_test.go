@@ -49,7 +49,7 @@ func TestHTTPServesBothProtocolEras(t *testing.T) {
 
 func TestTokensIsolateNamespaces(t *testing.T) {
 	cfg := memConfig()
-	cfg.Tokens = []Token{{"alpha-secret", "team-a"}, {"beta-secret", "team-b"}}
+	cfg.Tokens = []Token{{Secret: "alpha-secret", Namespace: "team-a"}, {Secret: "beta-secret", Namespace: "team-b"}}
 	r := startHTTP(t, cfg)
 	bearer := func(tok string) transport.StreamableHTTPCOption {
 		return transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tok})
@@ -94,7 +94,7 @@ func TestTokensIsolateNamespaces(t *testing.T) {
 
 func TestWrongOrMissingTokenIs401(t *testing.T) {
 	cfg := memConfig()
-	cfg.Tokens = []Token{{"right", "ns"}}
+	cfg.Tokens = []Token{{Secret: "right", Namespace: "ns"}}
 	r := startHTTP(t, cfg)
 	for name, hdr := range map[string]map[string]string{
 		"missing":      nil,
@@ -163,7 +163,7 @@ func TestProxyHostHeader(t *testing.T) {
 	call(t, c, "sidecar_health", nil)
 
 	cfg := memConfig()
-	cfg.Tokens = []Token{{"tok", ""}}
+	cfg.Tokens = []Token{{Secret: "tok", Namespace: ""}}
 	authed := startHTTP(t, cfg)
 	c = connect(t, authed.URL, true, host, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok"}))
 	call(t, c, "state_set", map[string]any{"key": "via-proxy", "value": true})

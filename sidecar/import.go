@@ -44,8 +44,8 @@ func ImportCommand() Command {
 var errRefused = errors.New("records were refused")
 
 func runImport(ctx context.Context, args []string, env Env) error {
-	l := newLoader(Name+" import", env.LookupEnv, env.Stderr, nil)
-	l.fs.Usage = func() { writeImportUsage(env.Stderr) }
+	l := newLoader(Name+" import", env.LookupEnv, env.Stdout, nil)
+	l.usage = writeImportUsage
 	ns := l.fs.String("namespace", state.DefaultNamespace, "the store's namespace to import into")
 	dry := l.fs.Bool("dry-run", false, "read and check everything, write nothing, and report what an import would do")
 	quiet := l.fs.Bool("quiet", false, "no progress on stderr")

@@ -195,13 +195,13 @@ func TestImportCommandBadInput(t *testing.T) {
 			t.Errorf("%v: exit status %d, %q; want %d and %q\n%s", c.args, code, errOut, c.code, c.says, out)
 		}
 	}
-	code, out, _ := runMain(t, env, "import", "-max-value-bytes", "30", python)
+	code, out, errOut := runMain(t, env, "import", "-max-value-bytes", "30", python)
 	if code != 1 || !strings.Contains(out, `refused: keys "shared:pr-review:42:diff": value is 37 bytes as JSON, the limit is 30`) {
 		t.Errorf("refused records are listed with why:\n%s", out)
 	}
-	code, _, errOut := runMain(t, env, "import", "-h")
-	if code != 0 || !strings.Contains(errOut, "SOURCE is the Python sidecar's SQLite file") || !strings.Contains(errOut, "-dry-run") {
-		t.Errorf("import -h: %d\n%s", code, errOut)
+	code, out, errOut = runMain(t, env, "import", "-h")
+	if code != 0 || !strings.Contains(out, "SOURCE is the Python sidecar's SQLite file") || !strings.Contains(out, "-dry-run") || errOut != "" {
+		t.Errorf("import -h: %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	code, out, _ = runMain(t, env, "help")
 	if code != 0 || !strings.Contains(out, "state-sidecar import [-namespace ns] [-dry-run] SOURCE") {

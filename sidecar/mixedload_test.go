@@ -35,7 +35,7 @@ func TestMixedLoad(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg := config()
-			cfg.Tokens = []Token{{"tok-a", "a"}, {"tok-b", "b"}}
+			cfg.Tokens = []Token{{Secret: "tok-a", Namespace: "a"}, {Secret: "tok-b", Namespace: "b"}}
 			setFair(&cfg, fairLimits{concurrent: 8, longPolls: 16, rate: 400, burst: 100})
 			r := startHTTP(t, cfg)
 			victim := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}

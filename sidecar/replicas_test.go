@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state/internal/s3test"
+	"github.com/statesidecar/state/internal/skipnote"
 )
 
 // roundRobin is a load balancer without session affinity, as an
@@ -99,6 +100,7 @@ func sharedBackends(t *testing.T) map[string]func() Config {
 	// --- end object-store backends ---
 	redisURL := os.Getenv("STATE_TEST_REDIS_URL")
 	if redisURL == "" {
+		skipnote.Note("STATE_TEST_REDIS_URL", "Redis")
 		t.Log("Redis replicas skipped: set STATE_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run them")
 		return out
 	}

@@ -3,11 +3,14 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/backend/redisstate"
 )
 
 // Run is the serve command without the others: it loads the configuration
@@ -29,20 +32,37 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		return err
 	}
 	log := newLogger(cfg, env.Stderr)
+	if cfg.Backend == BackendRedis {
+		// go-redis's own lines (a dropped connection, a reconnect) would
+		// otherwise reach stderr unformatted, through package log.
+		redisstate.SetLogger(log)
+	}
 	stopTracing, err := startTracing(ctx, &cfg, env.LookupEnv, log)
 	if err != nil {
 		return err
 	}
 	defer stopTracing()
+	// The port first: a port in use is one error, before the store is
+	// opened (and a SQLite file created for nothing).
+	var ln net.Listener
+	if cfg.Transport != TransportStdio {
+		if ln, err = net.Listen("tcp", cfg.Addr()); err != nil {
+			return fmt.Errorf("listening on %s: %w", cfg.Addr(), err)
+		}
+	}
 	sc, err := New(ctx, cfg, log)
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		return err
 	}
 	log.Info("MCP State Sidecar starting", startupAttrs(cfg, sc)...)
 	if cfg.Transport == TransportStdio {
 		err = sc.ServeStdio(ctx, env.Stdin, env.Stdout)
 	} else {
-		err = sc.ListenAndServe(ctx)
+		log.Info("listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp")
+		err = sc.Serve(ctx, ln)
 	}
 	if cerr := sc.Close(); cerr != nil && !errors.Is(cerr, state.ErrClosed) {
 		err = errors.Join(err, cerr)
@@ -112,7 +132,7 @@ func startupAttrs(cfg Config, sc *Sidecar) []any {
 		for _, t := range cfg.Tokens {
 			namespaces = append(namespaces, t.String())
 		}
-		attrs = append(attrs, "token_namespaces", namespaces, "insecure", cfg.AllowInsecure && len(cfg.Tokens) == 0)
+		attrs = append(attrs, "token_namespaces", namespaces, "insecure", cfg.AllowInsecure && !cfg.authenticates())
 	}
 	return attrs
 }

@@ -164,6 +164,35 @@ var settings = []setting{
 			return fmt.Sprintf("%d tokens", len(c.Tokens))
 		},
 		set: func(c *Config, v string) (err error) { c.Tokens, err = ParseTokens(v); return err }},
+	{env: "SIDECAR_OAUTH_ISSUER", flag: "oauth-issuer", only: TransportHTTP,
+		usage: "OAuth 2.1 authorization server whose JWT access tokens /mcp accepts (its issuer URL: https, or http for a loopback host)",
+		show:  func(c *Config) string { return orNone(c.OAuth.Issuer) },
+		set:   func(c *Config, v string) error { c.OAuth.Issuer = strings.TrimSpace(v); return nil }},
+	{env: "SIDECAR_OAUTH_AUDIENCE", flag: "oauth-audience", only: TransportHTTP,
+		usage: "this sidecar's resource URI, the URL clients reach /mcp at: an access token's aud must contain it",
+		show:  func(c *Config) string { return orNone(c.OAuth.Audience) },
+		set:   func(c *Config, v string) error { c.OAuth.Audience = strings.TrimSpace(v); return nil }},
+	{env: "SIDECAR_OAUTH_TENANT_CLAIM", flag: "oauth-tenant-claim", only: TransportHTTP,
+		usage: "the access-token claim whose value is the caller's namespace (none: every OAuth caller uses the default namespace)",
+		show:  func(c *Config) string { return orNone(c.OAuth.TenantClaim) },
+		set:   func(c *Config, v string) error { c.OAuth.TenantClaim = strings.TrimSpace(v); return nil }},
+	{env: "SIDECAR_OAUTH_SUBJECT_CLAIM", flag: "oauth-subject-claim", only: TransportHTTP,
+		usage: "the access-token claim that names the caller, recorded in history as its principal",
+		show: func(c *Config) string {
+			if c.OAuth.SubjectClaim == "" {
+				return "sub"
+			}
+			return c.OAuth.SubjectClaim
+		},
+		set: func(c *Config, v string) error { c.OAuth.SubjectClaim = strings.TrimSpace(v); return nil }},
+	{env: "SIDECAR_OAUTH_SCOPES", flag: "oauth-scopes",
+		usage: "names of the read, write and admin scopes, comma-separated (of access tokens and of SIDECAR_AUTH_TOKENS)",
+		show:  func(c *Config) string { return c.scopeNames().String() },
+		set:   func(c *Config, v string) (err error) { c.Scopes, err = ParseScopeNames(v); return err }},
+	{env: "SIDECAR_ACCESS_LOG", flag: "access-log", isBool: true,
+		usage: "log every tool call with its caller's principal, namespace, duration and outcome",
+		show:  func(c *Config) string { return strconv.FormatBool(c.AccessLog) },
+		set:   func(c *Config, v string) error { return parseBool(&c.AccessLog, v) }},
 	{env: "SIDECAR_ALLOW_INSECURE", flag: "allow-insecure", isBool: true, only: TransportHTTP,
 		usage: "allow a non-loopback bind without tokens",
 		show:  func(c *Config) string { return strconv.FormatBool(c.AllowInsecure) },
@@ -171,6 +200,40 @@ var settings = []setting{
 	{env: "SIDECAR_ALLOW_RESET", flag: "allow-reset", isBool: true, usage: "enable the sidecar_reset tool",
 		show: func(c *Config) string { return strconv.FormatBool(c.AllowReset) },
 		set:  func(c *Config, v string) error { return parseBool(&c.AllowReset, v) }},
+	{env: "SIDECAR_ALLOW_ERASE", flag: "allow-erase", isBool: true, usage: "offer the sidecar_erase tool (admin: erase a subject or the namespace)",
+		show: func(c *Config) string { return strconv.FormatBool(c.AllowErase) },
+		set:  func(c *Config, v string) error { return parseBool(&c.AllowErase, v) }},
+	{env: "STATE_ENCRYPTION_KEY_URL", flag: "encryption-key-url",
+		usage: "encrypt values, outputs, contexts and history payloads at rest, with per-namespace keys wrapped by this key: " +
+			"base64key://<base64 of 32 bytes>, file:///path, vault://host:port/transit/keys/name, gcpkms://projects/..., awskms://key?region=r (off when empty)",
+		show: func(c *Config) string { return showKeyURL(c.EncryptionKeyURL) },
+		set: func(c *Config, v string) error {
+			if c.EncryptionKeyURL = strings.TrimSpace(v); c.EncryptionKeyURL == "off" {
+				c.EncryptionKeyURL = ""
+			}
+			return nil
+		}},
+	{env: "STATE_ENCRYPTION_PREVIOUS_KEY_URLS", flag: "encryption-previous-key-urls",
+		usage: "comma-separated key URLs that only unwrap, while the key of STATE_ENCRYPTION_KEY_URL replaces them (state-sidecar keys rewrap)",
+		show: func(c *Config) string {
+			if len(c.PreviousKeyURLs) == 0 {
+				return "none"
+			}
+			shown := make([]string, len(c.PreviousKeyURLs))
+			for i, u := range c.PreviousKeyURLs {
+				shown[i] = showKeyURL(u)
+			}
+			return strings.Join(shown, ",")
+		},
+		set: func(c *Config, v string) error {
+			c.PreviousKeyURLs = nil
+			for _, u := range strings.Split(v, ",") {
+				if u = strings.TrimSpace(u); u != "" && u != "none" {
+					c.PreviousKeyURLs = append(c.PreviousKeyURLs, u)
+				}
+			}
+			return nil
+		}},
 
 	{env: "SIDECAR_CLAIM_TTL_SECONDS", flag: "claim-ttl-seconds", usage: "default claim TTL of workflow_claim",
 		show: func(c *Config) string { return showSeconds(c.ClaimTTL) },
@@ -370,4 +433,23 @@ func parseInt(dst *int, v string) error {
 	}
 	*dst = int(n)
 	return nil
+}
+
+// showKeyURL shows a key URL without its secret: its scheme, and the
+// key's name for a KMS (which is no secret).
+func showKeyURL(u string) string {
+	if u == "" {
+		return "off"
+	}
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return "(invalid)"
+	}
+	switch scheme {
+	case "base64key":
+		return "base64key://(hidden)"
+	case "file", "vault", "vaults", "gcpkms", "awskms":
+		return scheme + "://" + rest
+	}
+	return scheme + "://(hidden)"
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend/sqlitestate"
+	"github.com/statesidecar/state/console"
 	"github.com/statesidecar/state/mcpadapter"
 	"github.com/statesidecar/state/mcptasks"
 	"github.com/statesidecar/state/otelstate"
@@ -33,6 +34,8 @@ type Sidecar struct {
 	admit    *admission
 	conns    *connTracker
 	tasks    *mcptasks.Tasks
+	console  *console.Console // nil when the console is off (console.go)
+	auth     *authenticator   // nil without authentication
 	handler  http.Handler
 	draining atomic.Bool
 
@@ -56,7 +59,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 	s.log = limitLogs(log, s.metrics.reg) // logs.go: a flood logs a bounded number of lines
 	log = s.log
 	s.hardStop, s.hardCancel = context.WithCancel(context.Background())
-	s.store, err = state.DefaultURLMux().Open(ctx, u, s.storeOptions())
+	opts := s.storeOptions()
+	if opts.Encryption, err = openEncryption(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	s.store, err = state.DefaultURLMux().Open(ctx, u, opts)
 	if errors.Is(err, sqlitestate.ErrPythonDatabase) {
 		return nil, pythonDatabaseError(cfg)
 	}
@@ -74,8 +81,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		}
 	}
 	s.metrics.SetInfo(s.store.Backend(), cfg.Transport)
+	if cfg.Transport == TransportHTTP && cfg.authenticates() {
+		if s.auth, err = s.newAuthenticator(ctx); err != nil {
+			_ = s.store.Close()
+			return nil, err
+		}
+	}
 	s.mcp = mcpadapter.NewServer(s.store, &mcpadapter.Options{
+		Authorize:      s.authorize,
 		AllowReset:     cfg.AllowReset,
+		AllowErase:     cfg.AllowErase,
 		ClaimTTL:       cfg.ClaimTTL,
 		Observe:        s.metrics.ObserveTool,
 		Logger:         log,
@@ -92,6 +107,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		s.metrics.watchSessions(s.sessions.count)
 	}
 	s.mcpHTTP = server.NewStreamableHTTPServer(s.mcp, s.httpOptions()...)
+	if err := s.newConsole(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -135,6 +154,9 @@ func (s *Sidecar) serverOptions() []server.ServerOption {
 	var opts []server.ServerOption
 	if s.cfg.Transport == TransportStdio {
 		opts = append(opts, server.WithToolHandlerMiddleware(s.detach))
+	}
+	if s.cfg.AccessLog {
+		opts = append(opts, server.WithToolHandlerMiddleware(s.accessLog))
 	}
 	return append(opts, server.WithToolHandlerMiddleware(s.deadline))
 }

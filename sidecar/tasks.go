@@ -2,12 +2,9 @@ package sidecar
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -109,6 +106,9 @@ func (s *Sidecar) startTasks() error {
 		ClaimTTL:   c.ClaimTTL,
 		Owner:      s.taskOwner,
 		Context: func(ctx context.Context, o mcptasks.Owner) context.Context {
+			if c, ok := taskCaller(o); ok {
+				ctx = mcpadapter.WithCaller(ctx, c) // the access and principal of the task's creator
+			}
 			return mcpadapter.WithNamespace(ctx, o.Namespace)
 		},
 		Prepare: mcpadapter.PrepareMessage,
@@ -134,19 +134,19 @@ const (
 	MetricTasksRunning = "state_sidecar_tasks_running"
 )
 
-// principalKey marks, in a request's context, the principal of its bearer
-// token.
-type principalKey struct{}
-
-// taskOwner is the owner of a request's tasks: its namespace and its bearer
-// token (a digest of it: the token itself is never stored).
+// taskOwner is the owner of a request's tasks: its namespace and its
+// authenticated caller (ownerPrincipal: its access and principal, for a
+// static token a digest of it: the token itself is never stored).
 func (s *Sidecar) taskOwner(ctx context.Context) (mcptasks.Owner, error) {
 	ns, ok := mcpadapter.NamespaceFrom(ctx)
 	if !ok {
 		ns = s.store.NamespaceName()
 	}
-	p, _ := ctx.Value(principalKey{}).(string)
-	return mcptasks.Owner{Namespace: ns, Principal: p}, nil
+	o := mcptasks.Owner{Namespace: ns}
+	if c, ok := mcpadapter.CallerFrom(ctx); ok {
+		o.Principal = ownerPrincipal(c)
+	}
+	return o, nil
 }
 
 // taskFront answers the task requests before next (mcp-go) sees them. The
@@ -164,23 +164,11 @@ func (s *Sidecar) taskFront(next http.Handler) http.Handler {
 		}
 		body := make([]byte, rb.Len())
 		_, _ = rb.ReadAt(body, 0)
-		tr := r
-		if len(s.cfg.Tokens) > 0 {
-			tr = r.WithContext(context.WithValue(r.Context(), principalKey{}, tokenPrincipal(r.Header.Get("Authorization"))))
-		}
-		if s.tasks.Serve(w, tr, mcpadapter.OriginalMessage(body)) {
+		if s.tasks.Serve(w, r, mcpadapter.OriginalMessage(body)) {
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// tokenPrincipal names the caller of a request by its bearer token (checked
-// already): a digest, so that task records hold no secret.
-func tokenPrincipal(authorization string) string {
-	_, tok, _ := strings.Cut(authorization, " ")
-	d := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return "token:" + hex.EncodeToString(d[:12])
 }
 
 // isTask reports whether a tool call runs as a task: it then has the task's

@@ -225,7 +225,7 @@ func TestTasksAcrossReplicas(t *testing.T) {
 		}
 		cfg := memConfig()
 		cfg.storeURL = b.URL
-		cfg.Tokens = []Token{{"tok-a", "team"}, {"tok-b", "team"}, {"tok-c", "other"}}
+		cfg.Tokens = []Token{{Secret: "tok-a", Namespace: "team"}, {Secret: "tok-b", Namespace: "team"}, {Secret: "tok-c", Namespace: "other"}}
 		ra := startHTTP(t, cfg)
 		rb := ra
 		if b.Shared {
@@ -282,7 +282,7 @@ func TestTasksAcrossReplicas(t *testing.T) {
 // tasks can be turned off.
 func TestTaskConfig(t *testing.T) {
 	cfg := memConfig()
-	cfg.Tokens = []Token{{"t", mcptasks.DefaultNamespace}}
+	cfg.Tokens = []Token{{Secret: "t", Namespace: mcptasks.DefaultNamespace}}
 	if _, err := New(context.Background(), cfg, testLogger(t)); !errors.Is(err, ErrConfig) {
 		t.Fatalf("a token in the tasks' namespace: %v, want ErrConfig", err)
 	}
@@ -415,7 +415,7 @@ func TestStdioEndWithWaitingResult(t *testing.T) {
 // finishes.
 func TestTaskListen(t *testing.T) {
 	cfg := memConfig()
-	cfg.Tokens = []Token{{"tok", "team"}}
+	cfg.Tokens = []Token{{Secret: "tok", Namespace: "team"}}
 	r := startHTTP(t, cfg)
 	c := &rawClient{t: t, token: "tok", modern: true}
 	id := c.task(r.URL, "state_wait", map[string]any{"key": "l"}, 0)

@@ -13,6 +13,7 @@ import (
 	"github.com/statesidecar/state/backend/backendtest"
 	"github.com/statesidecar/state/backend/pgstate"
 	"github.com/statesidecar/state/internal/pgtest"
+	"github.com/statesidecar/state/internal/skipnote"
 	"go.uber.org/goleak"
 )
 
@@ -27,7 +28,7 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := skipnote.Run(m)
 	if shared.pool != nil {
 		shared.pool.Close()
 	}

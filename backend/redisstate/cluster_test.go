@@ -12,6 +12,7 @@ import (
 	"github.com/statesidecar/state/backend/backendtest"
 	"github.com/statesidecar/state/backend/redisstate"
 	"github.com/statesidecar/state/internal/redistest"
+	"github.com/statesidecar/state/internal/skipnote"
 )
 
 // clusterURL returns the URL of the Redis Cluster to test against, starting
@@ -22,6 +23,7 @@ func clusterURL(t *testing.T) string {
 	v := os.Getenv(redistest.EnvCluster)
 	switch {
 	case v == "":
+		skipnote.Note(redistest.EnvCluster, "Redis Cluster")
 		t.Skipf("set %s=1 to start a three-master Redis Cluster for this test (needs redis-server and redis-cli), "+
 			"or to redis://host:port?addr=host2:port&addr=host3:port to use one", redistest.EnvCluster)
 	case v == "1":

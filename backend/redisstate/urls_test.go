@@ -14,6 +14,7 @@ import (
 	"github.com/statesidecar/state/backend/backendtest"
 	"github.com/statesidecar/state/backend/redisstate"
 	"github.com/statesidecar/state/internal/redistest"
+	"github.com/statesidecar/state/internal/skipnote"
 )
 
 // TestOpenRejectsBadURLsBeforeConnecting needs no server: every mistake is
@@ -71,6 +72,7 @@ func TestStateOpenHonoursNamespaceAndPrefix(t *testing.T) {
 // sentinel the test starts on spare loopback ports.
 func TestSentinel(t *testing.T) {
 	if os.Getenv(redistest.EnvSentinel) != "1" {
+		skipnote.Note(redistest.EnvSentinel, "Redis Sentinel")
 		t.Skipf("set %s=1 to run the conformance suite through a Sentinel this test starts (needs redis-server)", redistest.EnvSentinel)
 	}
 	start := time.Now()

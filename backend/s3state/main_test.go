@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/statesidecar/state/internal/proctest"
+	"github.com/statesidecar/state/internal/skipnote"
 	"go.uber.org/goleak"
 )
 
@@ -13,7 +14,7 @@ import (
 // otherwise the tests, failing them if a goroutine outlives them.
 func TestMain(m *testing.M) {
 	proctest.Child()
-	code := m.Run()
+	code := skipnote.Run(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

@@ -181,7 +181,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Driver, error) {
 	d.w.SetConnMaxLifetime(0)
 	if err := d.retryBusy(ctx, func() error { return migrate(ctx, d.w, o.BesidePython) }); err != nil {
 		d.w.Close()
-		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlitestate: open %s: %w", path, explainOpen(path, err))
 	}
 	// Readers, too, wait for a lock in retryBusy, which honours the call's
 	// context as well as the lock timeout: a statement then never waits in

@@ -5,56 +5,49 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/statesidecar/state/internal/skipnote"
 	"github.com/statesidecar/state/internal/syncbuf"
 )
 
 // wait bounds every real wait: generous, because the machine may be busy.
 const wait = 3 * time.Minute
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
+// beMain is the variable under which this test binary is the sidecar: the
+// tests run their own executable as state-sidecar instead of building the
+// command again with go build (a second, non-race build of every
+// dependency: minutes on a cold cache, inside the package's timeout).
+const beMain = "STATE_SIDECAR_TEST_BE_MAIN"
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
+	if os.Getenv(beMain) == "1" {
+		main() // exits
+		os.Exit(0)
 	}
-	os.Exit(code)
+	// Children inherit it, including a sidecar that the interop tests'
+	// Node clients start.
+	os.Setenv(beMain, "1")
+	os.Exit(skipnote.Run(m))
 }
 
-// binary builds state-sidecar once per test run and returns its path.
+// binary returns the path of the state-sidecar program: this test binary,
+// which runs main when started with beMain=1 in its environment.
 func binary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "state-sidecar-bin-")
-		if buildErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "state-sidecar"), ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(buildDir, "state-sidecar")
+	return exe
 }
 
 // cleanEnv is the test's environment without any sidecar variable, so that

@@ -4,7 +4,8 @@
 // real process exit, no cleanup); once A's claim expires, worker B claims the
 // run, resumes after A's last checkpoint and finishes it.
 //
-//	go run ./examples/agent [-db agent-demo.db] [-claim-ttl 2s]
+//	cd examples   # a module of its own
+//	go run ./agent [-db agent-demo.db] [-claim-ttl 2s]
 //
 // Every worker is a separate process over the same database file.
 package main

@@ -4,8 +4,9 @@
 // its item, another takes the item over from its last checkpoint, and an
 // aggregator joins the results once every item is done.
 //
-//	go run ./examples/fanout                    # its own SQLite sidecar in a temporary directory
-//	go run ./examples/fanout -sidecar http://127.0.0.1:8000   # a running sidecar (token: FANOUT_SIDECAR_TOKEN)
+//	cd examples   # a module of its own
+//	go run ./fanout                    # its own SQLite sidecar in a temporary directory
+//	go run ./fanout -sidecar http://127.0.0.1:8000   # a running sidecar (token: FANOUT_SIDECAR_TOKEN)
 //
 // The orchestrator creates a join parent (workflow_create join=true) and a
 // child per item (parent_run_id), each with an idempotency key, then starts

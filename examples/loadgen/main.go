@@ -5,11 +5,12 @@
 // state_set and state_get (Store.Set and Store.Get) of small JSON objects,
 // each worker on its own keys.
 //
-//	go run ./examples/loadgen                               # in-process sidecar, memory and SQLite, a few seconds
-//	go run ./examples/loadgen -duration 5s -clients 1,16,64,256
-//	go run ./examples/loadgen -backends redis -redis-url redis://127.0.0.1:6379/0
-//	go run ./examples/loadgen -url http://127.0.0.1:8000/mcp -token s3cret   # a running sidecar
-//	go run ./examples/loadgen -separate -backends sqlite,echo -rounds 5 -store=false -clients 1,64 -duration 3s
+//	cd examples   # a module of its own
+//	go run ./loadgen                               # in-process sidecar, memory and SQLite, a few seconds
+//	go run ./loadgen -duration 5s -clients 1,16,64,256
+//	go run ./loadgen -backends redis -redis-url redis://127.0.0.1:6379/0
+//	go run ./loadgen -url http://127.0.0.1:8000/mcp -token s3cret   # a running sidecar
+//	go run ./loadgen -separate -backends sqlite,echo -rounds 5 -store=false -clients 1,64 -duration 3s
 //
 // By default it starts the real sidecar handler (package sidecar,
 // stateless HTTP) on a loopback port in its own process, so client and

@@ -2,8 +2,9 @@
 // already have: the server keeps its own tools, and the 21 tools of
 // package mcpadapter are mounted beside them under a prefix.
 //
-//	go run ./examples/mount                          # stdio, memory store
-//	go run ./examples/mount -store sqlite:state.db -http 127.0.0.1:8080
+//	cd examples   # a module of its own
+//	go run ./mount                          # stdio, memory store
+//	go run ./mount -store sqlite:state.db -http 127.0.0.1:8080
 package main
 
 import (
@@ -72,6 +73,8 @@ func run(storeURL, httpAddr string, log *slog.Logger) error {
 	defer st.Close()
 	s := newServer(st)
 	if httpAddr == "" {
+		// Started by hand in a terminal, it would otherwise sit silent.
+		log.Info("serving MCP over stdio: JSON-RPC requests on stdin, answers on stdout (an MCP host starts this program; -http ADDR serves HTTP instead)")
 		return server.ServeStdio(s)
 	}
 	mux := http.NewServeMux()

@@ -2,14 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/statesidecar/state/internal/syncbuf"
 	"github.com/statesidecar/state/mcpadapter"
 	"github.com/statesidecar/state/statetest"
 )
@@ -97,5 +100,25 @@ func TestMountedOverHTTP(t *testing.T) {
 func TestRunRejectsABadStoreURL(t *testing.T) {
 	if err := run("nosuch://x", "", nil); err == nil || !strings.Contains(err.Error(), "opening the store") {
 		t.Errorf("run with a bad store URL: %v", err)
+	}
+}
+
+// On stdio it says so on stderr (its log), where a person who started it
+// in a terminal sees it; stdout carries only JSON-RPC.
+func TestStdioSaysSo(t *testing.T) {
+	null, err := os.Open(os.DevNull) // no requests: the input ends at once
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	stdin := os.Stdin
+	os.Stdin = null
+	defer func() { os.Stdin = stdin }()
+	var logged syncbuf.Buffer
+	if err := run("mem://", "", slog.New(slog.NewTextHandler(&logged, nil))); err != nil {
+		t.Fatalf("run on stdio with no input: %v", err)
+	}
+	if !strings.Contains(logged.String(), "serving MCP over stdio") {
+		t.Errorf("the log does not say it speaks stdio:\n%s", logged.String())
 	}
 }

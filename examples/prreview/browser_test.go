@@ -55,6 +55,13 @@ type page struct {
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	exe := chromium(t)
+	// Chromium's scratch directories (org.chromium.Chromium.*) go here, not
+	// under the test's own directory: its socket path must stay short.
+	scratch, err := os.MkdirTemp("", "cr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(scratch) }) // after the browser is gone (cleanups run last first)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Headless,
@@ -63,6 +70,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR=" + scratch),
 		chromedp.WindowSize(1480, 1000),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),

@@ -89,6 +89,7 @@ func newDemo(cfg config, c *mcpClient, exe string) *demo {
 		gh: review.GitHub{API: cfg.GitHubAPI, Token: cfg.GitHubToken}, wake: make(chan struct{}, 1),
 		node: findNodeAgent(cfg.NodeDir)}
 	d.sup = newSupervisor(d.hub, d.poke)
+	d.sup.fencedOut = d.respawn
 	return d
 }
 
@@ -369,6 +370,25 @@ func langName(lang string) string {
 	return "Go, mcp-go"
 }
 
+// respawn replaces an agent that was fenced out (its claim lapsed, on a
+// machine too busy for its heartbeats, and the sidecar refused its next
+// write) when no other agent of its kind is alive to take the run over:
+// without it the review would wait for somebody to press Spawn. A review
+// already finished, or a dashboard shutting down, gets no new agent.
+func (d *demo) respawn(w *worker) {
+	if others := d.sup.find(func(o *worker) bool { return o.Kind == w.Kind && o.Alive }); len(others) > 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ids, err := d.spawn(ctx, w.Kind, w.Lang, 1)
+	if err != nil || len(ids) == 0 {
+		return
+	}
+	d.hub.system("warn", fmt.Sprintf("%s was fenced out and no %s agent was left to take its run over: started %s in its place",
+		w.ID, kindTitle(w.Kind), ids[0]))
+}
+
 // agentCommand is the command line of one agent process.
 func (d *demo) agentCommand(kind, lang, id string, barrier bool) agentCommand {
 	d.vmu.Lock()
@@ -410,6 +430,44 @@ func (d *demo) crash(ctx context.Context, kind string) (string, error) {
 	}
 	d.hub.system("warn", fmt.Sprintf("Crash Active: sent SIGKILL to %s (pid %d), which held %s at step %d with fence %d. Its claim expires within %s; then a new agent can take over.",
 		w.ID, w.PID, w.RunID, w.Step, w.Fence, d.cfg.ClaimTTL))
+	d.poke()
+	return w.ID, nil
+}
+
+// freeze stops the agent of kind that holds its review's claim (SIGSTOP),
+// or, with thaw, continues the frozen one (SIGCONT). A frozen agent misses
+// its heartbeats: its claim expires and another agent can take the run
+// over; continued, it writes its step with its old fence, and the sidecar
+// refuses the zombie's late write.
+func (d *demo) freeze(ctx context.Context, kind string, thaw bool) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !validKind(kind) || kind == kindAggregator {
+		return "", refuse(http.StatusBadRequest, "Unknown reviewer kind %q: security, performance or style.", kind)
+	}
+	var ws []*worker
+	if thaw {
+		ws = d.sup.find(func(w *worker) bool { return w.Kind == kind && w.Alive && w.Frozen })
+		if len(ws) == 0 {
+			return "", refuse(http.StatusConflict, "No frozen %s agent to thaw.", kindTitle(kind))
+		}
+	} else {
+		ws = d.sup.find(func(w *worker) bool { return w.Kind == kind && w.Alive && w.State == "working" && !w.Frozen })
+		if len(ws) == 0 {
+			return "", refuse(http.StatusConflict, "No %s agent holds the claim right now: nothing to freeze.", kindTitle(kind))
+		}
+	}
+	w := ws[0]
+	if err := d.sup.freeze(w, thaw); err != nil {
+		return "", err
+	}
+	if thaw {
+		d.hub.system("warn", fmt.Sprintf("Thaw: sent SIGCONT to %s (pid %d). It still believes it holds %s with fence %d, and writes its step.",
+			w.ID, w.PID, w.RunID, w.Fence))
+	} else {
+		d.hub.system("warn", fmt.Sprintf("Freeze: sent SIGSTOP to %s (pid %d), which holds %s with fence %d. It misses its heartbeats: its claim expires within %s, then another agent can take over.",
+			w.ID, w.PID, w.RunID, w.Fence, d.cfg.ClaimTTL))
+	}
 	d.poke()
 	return w.ID, nil
 }

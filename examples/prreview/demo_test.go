@@ -17,8 +17,13 @@ import (
 // The whole story through the dashboard's API, with real agent processes
 // and a real sidecar: a race with exactly one winner, a crash and a
 // takeover that resumes from the last checkpoint, and the aggregation.
+//
+// Nothing here depends on the machine's speed: the claim TTL is long enough
+// that a starved agent keeps its claim, and should one still lapse, the
+// dashboard starts a new agent in its place (respawn), which the checks on
+// the takeover allow for.
 func TestStory(t *testing.T) {
-	h := startDemo(t)
+	h := startDemo(t, "-claim-ttl", "10s")
 	h.ok(t, "pr", map[string]string{"input": "bundled:" + review.TalkPR})
 	reg := h.ok(t, "register", nil)
 	parent, _ := reg["run_id"].(string)
@@ -103,14 +108,16 @@ func TestStory(t *testing.T) {
 	h.ok(t, "pace", map[string]string{"pace": "fast"})
 	h.ok(t, "spawn", map[string]any{"kind": "security"})
 	s = h.waitState(t, "a new agent finished the security review", func(s snapshot) bool { return s.reviewStatus("security") == "done" })
+	// The successor that finished: the one spawned above, or (had its
+	// claim lapsed on a starved machine) one the dashboard respawned.
 	var second worker
 	for _, w := range s.workersOf("security") {
-		if w.ID != first.ID {
+		if w.ID != first.ID && w.State == "done" {
 			second = w
 		}
 	}
-	if second.Attempt != 2 || second.Fence <= first.Fence || second.State != "done" {
-		t.Errorf("successor %+v: want attempt 2, a fence above %d, done", second, first.Fence)
+	if second.Attempt < 2 || second.Fence <= first.Fence {
+		t.Errorf("successor %+v: want attempt 2 or later, a fence above %d, done", second, first.Fence)
 	}
 	// The run's outputs: the crashed agent's steps, then the successor's,
 	// each step written once, by one of them.
@@ -132,14 +139,15 @@ func TestStory(t *testing.T) {
 	for i, b := range by {
 		switch {
 		case b == first.ID && !switched:
-		case b == second.ID:
+		case b != first.ID && b != "":
 			switched = true
 		default:
-			t.Errorf("step %d by %s: want the crashed agent's steps, then only the successor's (%v)", i+1, b, by)
+			t.Errorf("step %d by %s: want the crashed agent's steps, then only its successors' (%v)", i+1, b, by)
 		}
 	}
-	if by[0] != first.ID || !switched || res.Meta.Attempt != 2 {
-		t.Errorf("steps by %v, attempt %d: want steps by %s then %s, attempt 2", by, res.Meta.Attempt, first.ID, second.ID)
+	if by[0] != first.ID || !switched || by[len(by)-1] != second.ID || res.Meta.Attempt != second.Attempt {
+		t.Errorf("steps by %v, attempt %d: want steps by %s then its successors', the last by %s (attempt %d)",
+			by, res.Meta.Attempt, first.ID, second.ID, second.Attempt)
 	}
 
 	// Aggregate once all three are done.

@@ -4,8 +4,9 @@
 // nothing of the others, coordinate only through the sidecar's MCP tools,
 // and a live dashboard shows what they do.
 //
-//	go run ./examples/prreview                  # dashboard at http://127.0.0.1:8088, its own SQLite sidecar
-//	go run ./examples/prreview -sidecar http://127.0.0.1:8000   # any running sidecar (token: PRREVIEW_SIDECAR_TOKEN)
+//	cd examples   # a module of its own
+//	go run ./prreview                  # dashboard at http://127.0.0.1:8088, its own SQLite sidecar
+//	go run ./prreview -sidecar http://127.0.0.1:8000   # any running sidecar (token: PRREVIEW_SIDECAR_TOKEN)
 //
 // The dashboard starts agents as processes of this same program ("prreview
 // agent -kind security ..."), or of the Node reviewer in node/ written with

@@ -32,7 +32,32 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(leavesNothing(m))
+}
+
+// leavesNothing runs the tests with a temporary directory of their own
+// (TMPDIR, which the agents, the demo's own sidecar and Chromium inherit)
+// and fails them if anything is left in it afterwards.
+func leavesNothing(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "prt")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	os.Setenv("TMPDIR", tmp)
+	code := m.Run()
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		fmt.Fprintf(os.Stderr, "FAIL: the tests left %s in the temporary directory\n", strings.Join(names, ", "))
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
 }
 
 // deadURL returns the URL of a loopback port where nothing listens: a

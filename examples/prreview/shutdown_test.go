@@ -19,7 +19,9 @@ import (
 func startProcess(t *testing.T) (*exec.Cmd, *harness, chan error) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-claim-ttl", "3s")
-	cmd.Env = append(os.Environ(), "PRREVIEW_TEST_MAIN=1")
+	// Its own sidecar's directory goes under the test's temporary
+	// directory, removed even when the test kills the program.
+	cmd.Env = append(os.Environ(), "PRREVIEW_TEST_MAIN=1", "TMPDIR="+t.TempDir())
 	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()

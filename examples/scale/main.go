@@ -5,16 +5,17 @@
 // their p50 and p99 beside the storage the store takes per 1,000 records.
 // Any backend registered with package state works: give its URL.
 //
-//	go run ./examples/scale -url mem://
-//	go run ./examples/scale -url sqlite:///tmp/scale.db          # a new file; removed afterwards unless -keep
-//	go run ./examples/scale -url 'redis://127.0.0.1:6379/0'      # in a prefix of its own, purged afterwards
-//	go run ./examples/scale -url 'postgres://postgres@127.0.0.1/test'  # in a schema of its own, dropped afterwards
-//	go run ./examples/scale -url mem:// -sizes 10000,100000 -ops 500
-//	go run ./examples/scale -url sqlite:///tmp/s.db -storage     # bytes per key, run and history entry
-//	go run ./examples/scale -url mem:// -lock /tmp/bench.lock    # measure holding flock(1)'s lock, fill without
-//	go run ./examples/scale -raw                                 # the raw engines under the memory backend
-//	go run ./examples/scale -url 's3://bucket?endpoint=http://127.0.0.1:7070'  # under a prefix of its own, deleted afterwards
-//	go run ./examples/scale -url file:///tmp/scale-dir           # a directory store; its files deleted afterwards unless -keep
+//	cd examples   # a module of its own
+//	go run ./scale -url mem://
+//	go run ./scale -url sqlite:///tmp/scale.db          # a new file; removed afterwards unless -keep
+//	go run ./scale -url 'redis://127.0.0.1:6379/0'      # in a prefix of its own, purged afterwards
+//	go run ./scale -url 'postgres://postgres@127.0.0.1/test'  # in a schema of its own, dropped afterwards
+//	go run ./scale -url mem:// -sizes 10000,100000 -ops 500
+//	go run ./scale -url sqlite:///tmp/s.db -storage     # bytes per key, run and history entry
+//	go run ./scale -url mem:// -lock /tmp/bench.lock    # measure holding flock(1)'s lock, fill without
+//	go run ./scale -raw                                 # the raw engines under the memory backend
+//	go run ./scale -url 's3://bucket?endpoint=http://127.0.0.1:7070'  # under a prefix of its own, deleted afterwards
+//	go run ./scale -url file:///tmp/scale-dir           # a directory store; its files deleted afterwards unless -keep
 //
 // A store of size N holds 70% key-value entries (keys "user/<group>/<nn>",
 // a hundred per group), 20% workflow runs (tagged with one of 10

@@ -2,8 +2,9 @@
 // mcptasks): its slow "render" tool runs as a task that outlives the
 // process that started it.
 //
-//	go run ./examples/tasks                 # the story: two replicas, one killed mid-task
-//	go run ./examples/tasks serve -store sqlite:///tmp/t.db -addr 127.0.0.1:8080   # one replica
+//	cd examples   # a module of its own
+//	go run ./tasks                 # the story: two replicas, one killed mid-task
+//	go run ./tasks serve -store sqlite:///tmp/t.db -addr 127.0.0.1:8080   # one replica
 //
 // The story starts two replicas of the server (processes of this same
 // program) over one SQLite file, asks the first to render as a task, polls

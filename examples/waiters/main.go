@@ -3,10 +3,11 @@
 // state_wait long-polls and nothing changes, and how long after a write
 // its waiter returns.
 //
-//	go run ./examples/waiters                                  # SQLite, 1000 waiters, 10 s idle
-//	go run ./examples/waiters -backend redis -redis-url redis://127.0.0.1:6379/0
-//	go run ./examples/waiters -backend postgres -postgres-url 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
-//	go run ./examples/waiters -writer direct                   # writes from this process, not through the sidecar
+//	cd examples   # a module of its own
+//	go run ./waiters                                  # SQLite, 1000 waiters, 10 s idle
+//	go run ./waiters -backend redis -redis-url redis://127.0.0.1:6379/0
+//	go run ./waiters -backend postgres -postgres-url 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+//	go run ./waiters -writer direct                   # writes from this process, not through the sidecar
 //
 // It starts the sidecar (package sidecar, stateless HTTP) as a child
 // process, so that the child's CPU time (utime+stime, from /proc) is the

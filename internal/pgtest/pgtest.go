@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/statesidecar/state/internal/skipnote"
 )
 
 // EnvURL names the variable holding the URL of the PostgreSQL server the
@@ -31,6 +32,7 @@ func URL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(EnvURL)
 	if u == "" {
+		skipnote.Note(EnvURL, "PostgreSQL")
 		t.Skipf("set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the tests that need PostgreSQL", EnvURL)
 	}
 	return u

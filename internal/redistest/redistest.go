@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/statesidecar/state/internal/skipnote"
 )
 
 // EnvURL names the variable holding the URL of the Redis the tests use, such
@@ -49,6 +50,7 @@ func URL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(EnvURL)
 	if u == "" {
+		skipnote.Note(EnvURL, "Redis")
 		t.Skipf("set %s (e.g. redis://127.0.0.1:6379/0) to run the tests that need Redis", EnvURL)
 	}
 	return u

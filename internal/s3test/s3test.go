@@ -24,6 +24,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/statesidecar/state/backend/s3state"
+	"github.com/statesidecar/state/internal/skipnote"
 )
 
 // EnvURL names the variable holding the S3 URL the tests use, of the form
@@ -54,6 +55,7 @@ func OptionalURL(t testing.TB) string {
 	t.Helper()
 	raw := os.Getenv(EnvURL)
 	if raw == "" {
+		skipnote.Note(EnvURL, "S3")
 		t.Logf("the S3 server cases are skipped: set %s to run them", EnvURL)
 		return ""
 	}

@@ -26,6 +26,7 @@ import (
 	_ "github.com/statesidecar/state/backend/sqlitestate" // sqlite://
 	"github.com/statesidecar/state/internal/pgtest"
 	"github.com/statesidecar/state/internal/redistest"
+	"github.com/statesidecar/state/internal/skipnote"
 )
 
 // The variables naming the network backends' URLs.
@@ -100,6 +101,7 @@ func Open(tb testing.TB, url string, opts *state.Options) *state.Store {
 func redisBackend(tb testing.TB) Backend {
 	raw := os.Getenv(EnvRedisURL)
 	if raw == "" {
+		skipnote.Note(EnvRedisURL, "Redis")
 		return Backend{Name: "redis", Skip: "set " + EnvRedisURL + " (e.g. redis://127.0.0.1:6379/0) to run the Redis tests"}
 	}
 	prefix := redistest.Prefix()
@@ -124,6 +126,7 @@ func postgresBackend(tb testing.TB) Backend {
 	raw := os.Getenv(EnvPostgresURL)
 	switch {
 	case raw == "":
+		skipnote.Note(EnvPostgresURL, "PostgreSQL")
 		return Backend{Name: "postgres", Skip: "set " + EnvPostgresURL + " to run the PostgreSQL tests"}
 	case !slices.Contains(state.DefaultURLMux().Schemes(), "postgres"):
 		return Backend{Name: "postgres", Skip: EnvPostgresURL + " is set but no postgres:// backend is linked into this test"}

@@ -9,12 +9,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/statesidecar/state/examples/internal/rediskeys"
+	"github.com/statesidecar/state/internal/skipnote"
 )
 
 // Delete removes the keys of its prefix and no other.
 func TestDeleteOnlyThePrefix(t *testing.T) {
 	url := os.Getenv("STATE_TEST_REDIS_URL")
 	if url == "" {
+		skipnote.Note("STATE_TEST_REDIS_URL", "Redis")
 		t.Skip("STATE_TEST_REDIS_URL is not set")
 	}
 	ctx := context.Background()
