@@ -272,7 +272,7 @@ func dialFrom(src string) func(ctx context.Context, network, addr string) (net.C
 // taken, the oldest idle connection is closed to make room.
 func TestAttackIdleAuthenticatedConnections(t *testing.T) {
 	cfg := memConfig()
-	cfg.Tokens = []Token{{"tok-a", "a"}, {"tok-b", "b"}}
+	cfg.Tokens = []Token{{Secret: "tok-a", Namespace: "a"}, {Secret: "tok-b", Namespace: "b"}}
 	cfg.MaxConnections = 16
 	r := startHTTP(t, cfg)
 	addr := strings.TrimPrefix(r.URL, "http://")
