@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/console"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -94,6 +96,10 @@ type Config struct {
 	// PreviousKeyURLs are key URLs that only unwrap, during a rotation of
 	// the key-encryption key (state-sidecar keys rewrap).
 	PreviousKeyURLs []string
+	// SubjectFromPrincipal makes each caller's principal the subject of
+	// its writes (mcpadapter.Options.SubjectFromPrincipal), so that
+	// sidecar_erase can erase one user's data. Needs EncryptionKeyURL.
+	SubjectFromPrincipal bool
 
 	// ClaimTTL is the default claim TTL of workflow_claim.
 	ClaimTTL time.Duration
@@ -141,6 +147,19 @@ type Config struct {
 
 	// Tasks configures durable MCP tasks (tasks.go).
 	Tasks TaskConfig
+
+	// Console turns the operator console at /ui on or off (console.go);
+	// "" is ConsoleAuto.
+	Console ConsoleMode
+	// ConsoleAuthorize, when set, is asked by the console before every
+	// page (console.ScopeRead) and action (console.ScopeWrite or
+	// console.ScopeAdmin), with the request as authenticated (its token's
+	// namespace in the context); an error refuses it with 403. It is the
+	// hook for a policy of the host's own. Nil means the token's scopes
+	// decide, as for the tools: read to see the pages, write to delete a key
+	// or cancel a task, admin to release a claim or fail a run (a token
+	// without scopes has them all).
+	ConsoleAuthorize func(r *http.Request, need console.Scope) error
 
 	// ShutdownTimeout bounds how long a shutdown waits for calls in flight.
 	ShutdownTimeout time.Duration
@@ -323,6 +342,9 @@ func (l *loader) finish() (Config, error) {
 	}
 	if err := c.checkAuth(); err != nil {
 		return Config{}, err
+	}
+	if c.SubjectFromPrincipal && c.EncryptionKeyURL == "" {
+		return Config{}, fmt.Errorf("%w: SIDECAR_SUBJECT_FROM_PRINCIPAL needs encryption at rest: set STATE_ENCRYPTION_KEY_URL", ErrConfig)
 	}
 	if c.Transport == TransportHTTP && c.MaxRequestBytes < int64(c.Limits.MaxValueBytes) {
 		return Config{}, fmt.Errorf("%w: SIDECAR_MAX_REQUEST_BYTES (%d) is below SIDECAR_MAX_VALUE_BYTES (%d): the largest value could not be sent",

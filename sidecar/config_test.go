@@ -53,6 +53,7 @@ var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR
 	"SIDECAR_HOST", "::1", "SIDECAR_PORT", "9000", "SIDECAR_TRANSPORT", "stdio", "SIDECAR_STATEFUL", "true",
 	"SIDECAR_AUTH_TOKENS", "a:one, b", "SIDECAR_ALLOW_INSECURE", "1", "SIDECAR_ALLOW_RESET", "TRUE",
 	"SIDECAR_ALLOW_ERASE", "true", "STATE_ENCRYPTION_KEY_URL", "file:///etc/state/kek",
+	"SIDECAR_SUBJECT_FROM_PRINCIPAL", "true",
 	"STATE_ENCRYPTION_PREVIOUS_KEY_URLS", "file:///etc/state/old, file:///etc/state/older",
 	"SIDECAR_CLAIM_TTL_SECONDS", "1.5", "SIDECAR_IDEMPOTENCY_WINDOW_SECONDS", "3600", "SIDECAR_HISTORY_MAX_AGE_SECONDS", "0", "SIDECAR_HISTORY_MAX_EVENTS", "0",
 	"SIDECAR_SWEEP_INTERVAL_SECONDS", "0", "SIDECAR_SWEEP_GRACE_SECONDS", "5",
@@ -68,6 +69,8 @@ var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR
 	// --- tasks (tasks.go) ---
 	"SIDECAR_TASKS", "false", "SIDECAR_TASK_TTL_SECONDS", "60", "SIDECAR_TASK_MAX_TTL_SECONDS", "120",
 	"SIDECAR_TASK_MAX_LIVE", "7", "SIDECAR_TASK_CLAIM_TTL_SECONDS", "2",
+	// --- console (console.go) ---
+	"SIDECAR_CONSOLE", "false",
 	// --- auth (auth.go) ---
 	"SIDECAR_OAUTH_ISSUER", "https://idp.example.com", "SIDECAR_OAUTH_AUDIENCE", "https://state.example.com/mcp",
 	"SIDECAR_OAUTH_TENANT_CLAIM", "org", "SIDECAR_OAUTH_SUBJECT_CLAIM", "client_id", "SIDECAR_OAUTH_SCOPES", "r, w,a",
@@ -84,13 +87,14 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 		S3URL: "s3://agents/team-a?region=eu-west-1", StateDir: "/tmp/state-dir", Host: "::1", Port: 9000,
 		Transport: "stdio", Stateful: true, Tokens: []Token{{Secret: "a", Namespace: "one"}, {Secret: "b", Namespace: ""}}, AllowInsecure: true,
 		AllowReset: true, AllowErase: true, EncryptionKeyURL: "file:///etc/state/kek",
-		PreviousKeyURLs: []string{"file:///etc/state/old", "file:///etc/state/older"}, ClaimTTL: 1500 * time.Millisecond, IdempotencyWindow: time.Hour, HistoryMaxAge: 0, HistoryMaxEvents: 0, SweepInterval: 0,
+		PreviousKeyURLs: []string{"file:///etc/state/old", "file:///etc/state/older"}, SubjectFromPrincipal: true, ClaimTTL: 1500 * time.Millisecond, IdempotencyWindow: time.Hour, HistoryMaxAge: 0, HistoryMaxEvents: 0, SweepInterval: 0,
 		SweepGrace: 5 * time.Second, Limits: state.Limits{MaxKeyBytes: 64, MaxIDBytes: 32, MaxValueBytes: 4096, MaxTags: 4, MaxBatch: 1000},
 		RequestTimeout: 7 * time.Second, ReadTimeout: 3 * time.Second, MaxRequestBytes: 65536, MaxConnections: 10,
 		MaxConcurrentRequests: 5, MaxSessions: 20, SessionIdleTimeout: 30 * time.Second,
 		Fair: FairConfig{MaxConcurrentRequests: 3, MaxLongPolls: 0, MaxSessions: 4, Rate: 2.5, Burst: 6,
 			MaxUnauthenticatedConnections: 8, UnauthenticatedIdleTimeout: 1500 * time.Millisecond},
 		Tasks:           TaskConfig{DefaultTTL: time.Minute, MaxTTL: 2 * time.Minute, MaxLive: 7, ClaimTTL: 2 * time.Second},
+		Console:         ConsoleOff,
 		ShutdownTimeout: 3 * time.Second, LogLevel: slog.LevelDebug, LogFormat: "json",
 		OAuth:  OAuthConfig{Issuer: "https://idp.example.com", Audience: "https://state.example.com/mcp", TenantClaim: "org", SubjectClaim: "client_id"},
 		Scopes: ScopeNames{Read: "r", Write: "w", Admin: "a"}, AccessLog: true}
