@@ -43,24 +43,30 @@ func TestExpiryFollowsTheServersClock(t *testing.T) {
 	}
 	a, ua := open()
 	b, ub := open()
+	// The clocks calibrate in the background, to within about a round trip:
+	// below the Date header's one second, but how far below depends on the
+	// machine's load (a busy two-core machine sees round trips of 100 ms
+	// and more), so the check is that the server time is as close as the
+	// store says it is.
 	for _, u := range []interface{ Uncertainty() time.Duration }{ua, ub} {
 		deadline := time.Now().Add(time.Minute)
-		for u.Uncertainty() > 100*time.Millisecond { // the clocks calibrate in the background
+		for u.Uncertainty() > 500*time.Millisecond {
 			if time.Now().After(deadline) {
 				t.Fatalf("the clock is still uncertain by %v after a minute", u.Uncertainty())
 			}
 			time.Sleep(20 * time.Millisecond) // polls a condition; the deadline alone bounds the test
 		}
 	}
-	for _, st := range []*state.Store{a, b} {
+	for i, st := range []*state.Store{a, b} {
+		unc := []interface{ Uncertainty() time.Duration }{ua, ub}[i].Uncertainty()
 		now, err := st.Driver().(interface {
 			ServerTime(context.Context) (time.Time, error)
 		}).ServerTime(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := now.Sub(time.Now().Add(offset)); d < -150*time.Millisecond || d > 150*time.Millisecond {
-			t.Errorf("the store's server time is %v off the server's clock", d)
+		if d, most := now.Sub(time.Now().Add(offset)), unc+150*time.Millisecond; d < -most || d > most {
+			t.Errorf("the store's server time is %v off the server's clock, beyond its uncertainty %v", d, unc)
 		}
 	}
 	l, err := a.TryAcquireLease(ctx, "res", "holder-a", time.Minute)
