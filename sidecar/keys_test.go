@@ -132,7 +132,7 @@ func TestEraseAndKeysCommands(t *testing.T) {
 	}
 	found := false
 	for _, ev := range evs {
-		if ev.Op == state.OpEraseSubject && ev.Key == "alice" && strings.HasPrefix(ev.AgentID, "cli:") {
+		if ev.Op == state.OpEraseSubject && ev.Key == "alice" && strings.HasPrefix(ev.Principal, "cli:") {
 			found = true
 		}
 	}
