@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/statesidecar/state"
+	"github.com/statesidecar/state/console"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -141,6 +143,19 @@ type Config struct {
 
 	// Tasks configures durable MCP tasks (tasks.go).
 	Tasks TaskConfig
+
+	// Console turns the operator console at /ui on or off (console.go);
+	// "" is ConsoleAuto.
+	Console ConsoleMode
+	// ConsoleAuthorize, when set, is asked by the console before every
+	// page (console.ScopeRead) and action (console.ScopeWrite or
+	// console.ScopeAdmin), with the request as authenticated (its token's
+	// namespace in the context); an error refuses it with 403. It is the
+	// hook for a policy of the host's own. Nil means the token's scopes
+	// decide, as for the tools: read to see the pages, write to delete a key
+	// or cancel a task, admin to release a claim or fail a run (a token
+	// without scopes has them all).
+	ConsoleAuthorize func(r *http.Request, need console.Scope) error
 
 	// ShutdownTimeout bounds how long a shutdown waits for calls in flight.
 	ShutdownTimeout time.Duration

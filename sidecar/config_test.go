@@ -68,6 +68,8 @@ var every = []string{"STATE_BACKEND", "Memory", "DB_PATH", "/tmp/x.db", "SIDECAR
 	// --- tasks (tasks.go) ---
 	"SIDECAR_TASKS", "false", "SIDECAR_TASK_TTL_SECONDS", "60", "SIDECAR_TASK_MAX_TTL_SECONDS", "120",
 	"SIDECAR_TASK_MAX_LIVE", "7", "SIDECAR_TASK_CLAIM_TTL_SECONDS", "2",
+	// --- console (console.go) ---
+	"SIDECAR_CONSOLE", "false",
 	// --- auth (auth.go) ---
 	"SIDECAR_OAUTH_ISSUER", "https://idp.example.com", "SIDECAR_OAUTH_AUDIENCE", "https://state.example.com/mcp",
 	"SIDECAR_OAUTH_TENANT_CLAIM", "org", "SIDECAR_OAUTH_SUBJECT_CLAIM", "client_id", "SIDECAR_OAUTH_SCOPES", "r, w,a",
@@ -91,6 +93,7 @@ func TestLoadEnvironmentThenFlags(t *testing.T) {
 		Fair: FairConfig{MaxConcurrentRequests: 3, MaxLongPolls: 0, MaxSessions: 4, Rate: 2.5, Burst: 6,
 			MaxUnauthenticatedConnections: 8, UnauthenticatedIdleTimeout: 1500 * time.Millisecond},
 		Tasks:           TaskConfig{DefaultTTL: time.Minute, MaxTTL: 2 * time.Minute, MaxLive: 7, ClaimTTL: 2 * time.Second},
+		Console:         ConsoleOff,
 		ShutdownTimeout: 3 * time.Second, LogLevel: slog.LevelDebug, LogFormat: "json",
 		OAuth:  OAuthConfig{Issuer: "https://idp.example.com", Audience: "https://state.example.com/mcp", TenantClaim: "org", SubjectClaim: "client_id"},
 		Scopes: ScopeNames{Read: "r", Write: "w", Admin: "a"}, AccessLog: true}

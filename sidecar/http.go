@@ -63,6 +63,7 @@ func (s *Sidecar) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.Handler())
+	s.mountConsole(mux) // /ui, when on (console.go)
 	return mux
 }
 

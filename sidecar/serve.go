@@ -32,8 +32,9 @@ func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 		ConnState:         s.conns.connState,
 		ConnContext:       withConn,
 	}
-	srv.RegisterOnShutdown(s.stopTasks) // tasks.go
-	ln = s.conns.listener(ln)           // conns.go
+	srv.RegisterOnShutdown(s.stopTasks)    // tasks.go
+	srv.RegisterOnShutdown(s.closeConsole) // console.go: ends its event streams
+	ln = s.conns.listener(ln)              // conns.go
 	if s.cfg.Stateful {
 		// Long-lived GET streams of stateful sessions would hold Shutdown
 		// until the deadline: end them when it starts.
@@ -72,5 +73,8 @@ func (s *Sidecar) ListenAndServe(ctx context.Context) error {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Addr(), err)
 	}
 	s.log.Info("listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp")
+	if s.console != nil {
+		s.log.Info("operator console", "url", "http://"+ln.Addr().String()+"/ui/")
+	}
 	return s.Serve(ctx, ln)
 }

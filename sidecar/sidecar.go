@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/statesidecar/state"
 	"github.com/statesidecar/state/backend/sqlitestate"
+	"github.com/statesidecar/state/console"
 	"github.com/statesidecar/state/mcpadapter"
 	"github.com/statesidecar/state/mcptasks"
 	"github.com/statesidecar/state/otelstate"
@@ -33,7 +34,8 @@ type Sidecar struct {
 	admit    *admission
 	conns    *connTracker
 	tasks    *mcptasks.Tasks
-	auth     *authenticator // nil without authentication
+	console  *console.Console // nil when the console is off (console.go)
+	auth     *authenticator   // nil without authentication
 	handler  http.Handler
 	draining atomic.Bool
 
@@ -105,6 +107,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		s.metrics.watchSessions(s.sessions.count)
 	}
 	s.mcpHTTP = server.NewStreamableHTTPServer(s.mcp, s.httpOptions()...)
+	if err := s.newConsole(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -307,6 +307,13 @@ func (a *agent) work(ctx context.Context) error {
 		if err := pause.Sleep(ctx, time.Until(next)); err != nil {
 			return err
 		}
+		if time.Since(a.lastBeat) >= a.cfg.ClaimTTL {
+			// The process was stopped past its claim's TTL (Freeze: SIGSTOP
+			// then SIGCONT, as a long GC pause or a suspended VM does). A
+			// zombie does not know it lost the claim: it goes on to write
+			// its step with its old fence, which the sidecar refuses.
+			return nil
+		}
 		var res claimResult
 		err := a.callInto(ctx, "workflow_claim", map[string]any{"run_id": a.run, "agent_id": a.cfg.ID,
 			"claim_ttl_seconds": a.cfg.ClaimTTL.Seconds()}, &res)

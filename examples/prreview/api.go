@@ -66,6 +66,20 @@ func (d *demo) routes() http.Handler {
 		}
 		return map[string]any{"message": "Killed " + id + " with SIGKILL", "agent": id}, nil
 	}))
+	mux.HandleFunc("POST /api/freeze", d.action(func(ctx context.Context, in actionInput) (any, error) {
+		id, err := d.freeze(ctx, in.Kind, false)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"message": "Froze " + id + " with SIGSTOP", "agent": id}, nil
+	}))
+	mux.HandleFunc("POST /api/thaw", d.action(func(ctx context.Context, in actionInput) (any, error) {
+		id, err := d.freeze(ctx, in.Kind, true)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"message": "Thawed " + id + " with SIGCONT", "agent": id}, nil
+	}))
 	mux.HandleFunc("POST /api/aggregate", d.action(func(ctx context.Context, in actionInput) (any, error) {
 		id, err := d.aggregate(ctx)
 		if err != nil {

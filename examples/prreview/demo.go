@@ -434,6 +434,44 @@ func (d *demo) crash(ctx context.Context, kind string) (string, error) {
 	return w.ID, nil
 }
 
+// freeze stops the agent of kind that holds its review's claim (SIGSTOP),
+// or, with thaw, continues the frozen one (SIGCONT). A frozen agent misses
+// its heartbeats: its claim expires and another agent can take the run
+// over; continued, it writes its step with its old fence, and the sidecar
+// refuses the zombie's late write.
+func (d *demo) freeze(ctx context.Context, kind string, thaw bool) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !validKind(kind) || kind == kindAggregator {
+		return "", refuse(http.StatusBadRequest, "Unknown reviewer kind %q: security, performance or style.", kind)
+	}
+	var ws []*worker
+	if thaw {
+		ws = d.sup.find(func(w *worker) bool { return w.Kind == kind && w.Alive && w.Frozen })
+		if len(ws) == 0 {
+			return "", refuse(http.StatusConflict, "No frozen %s agent to thaw.", kindTitle(kind))
+		}
+	} else {
+		ws = d.sup.find(func(w *worker) bool { return w.Kind == kind && w.Alive && w.State == "working" && !w.Frozen })
+		if len(ws) == 0 {
+			return "", refuse(http.StatusConflict, "No %s agent holds the claim right now: nothing to freeze.", kindTitle(kind))
+		}
+	}
+	w := ws[0]
+	if err := d.sup.freeze(w, thaw); err != nil {
+		return "", err
+	}
+	if thaw {
+		d.hub.system("warn", fmt.Sprintf("Thaw: sent SIGCONT to %s (pid %d). It still believes it holds %s with fence %d, and writes its step.",
+			w.ID, w.PID, w.RunID, w.Fence))
+	} else {
+		d.hub.system("warn", fmt.Sprintf("Freeze: sent SIGSTOP to %s (pid %d), which holds %s with fence %d. It misses its heartbeats: its claim expires within %s, then another agent can take over.",
+			w.ID, w.PID, w.RunID, w.Fence, d.cfg.ClaimTTL))
+	}
+	d.poke()
+	return w.ID, nil
+}
+
 // aggregate starts the aggregator once every review has finished.
 func (d *demo) aggregate(ctx context.Context) (string, error) {
 	d.mu.Lock()

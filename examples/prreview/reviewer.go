@@ -95,6 +95,9 @@ func (a *agent) reviewRun(ctx context.Context, runID string) error {
 		if err != nil {
 			return err
 		}
+		for i := range fs {
+			fs[i].By, fs[i].Attempt = a.cfg.ID, res.Meta.Attempt
+		}
 		if err := a.checkpoint(ctx, step, stepOutput{Step: "file", File: f.Path, Findings: fs, By: a.cfg.ID}, false); err != nil {
 			return err
 		}

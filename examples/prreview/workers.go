@@ -20,23 +20,30 @@ import (
 // it. Everything but the process handle comes from the agent's own stdout
 // lines (and from the sidecar, which the watcher reads).
 type worker struct {
-	ID        string    `json:"id"`
-	Kind      string    `json:"kind"`
-	Lang      string    `json:"lang"`
-	PID       int       `json:"pid"`
-	State     string    `json:"state"`
-	Detail    string    `json:"detail,omitempty"`
-	RunID     string    `json:"run_id,omitempty"`
-	Attempt   int64     `json:"attempt,omitempty"`
-	Fence     int64     `json:"fence,omitempty"`
-	Step      int64     `json:"step,omitempty"`
-	Total     int64     `json:"total,omitempty"`
-	Race      string    `json:"race,omitempty"`
-	Alive     bool      `json:"alive"`
-	Killed    bool      `json:"killed,omitempty"`
-	Exit      *int      `json:"exit,omitempty"`
-	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at,omitzero"`
+	ID      string `json:"id"`
+	Kind    string `json:"kind"`
+	Lang    string `json:"lang"`
+	PID     int    `json:"pid"`
+	State   string `json:"state"`
+	Detail  string `json:"detail,omitempty"`
+	RunID   string `json:"run_id,omitempty"`
+	Attempt int64  `json:"attempt,omitempty"`
+	Fence   int64  `json:"fence,omitempty"`
+	Step    int64  `json:"step,omitempty"`
+	Total   int64  `json:"total,omitempty"`
+	Race    string `json:"race,omitempty"`
+	Alive   bool   `json:"alive"`
+	Killed  bool   `json:"killed,omitempty"`
+	// Frozen is set while the process is stopped (Freeze: SIGSTOP), Thawed
+	// once it was continued (SIGCONT): a zombie, if its claim was taken
+	// over meanwhile.
+	Frozen bool `json:"frozen,omitempty"`
+	Thawed bool `json:"thawed,omitempty"`
+	// ResumedFrom is the checkpoint a takeover resumed after (0: none).
+	ResumedFrom int64     `json:"resumed_from,omitempty"`
+	Exit        *int      `json:"exit,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	EndedAt     time.Time `json:"ended_at,omitzero"`
 
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
@@ -211,6 +218,7 @@ func (s *supervisor) applyEvent(w *worker, l line) {
 		w.State, w.Detail = "lost race", str(d, "reason")
 	case "resumed":
 		w.Step, w.Total = num(d, "last_step"), num(d, "total")
+		w.ResumedFrom = w.Step
 		w.Detail = l.Msg
 	case "step":
 		w.Step, w.Total, w.Detail = num(d, "step"), num(d, "total"), l.Msg
@@ -345,6 +353,18 @@ func (s *supervisor) kill(w *worker) error {
 	w.Killed = true
 	s.mu.Unlock()
 	return w.cmd.Process.Kill()
+}
+
+// freeze stops a worker's process (SIGSTOP) or, with thaw, continues it
+// (SIGCONT).
+func (s *supervisor) freeze(w *worker, thaw bool) error {
+	if err := stopProcess(w.cmd.Process, thaw); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	w.Frozen, w.Thawed = !thaw, thaw
+	s.mu.Unlock()
+	return nil
 }
 
 // snapshot returns copies of the workers and races, newest first.

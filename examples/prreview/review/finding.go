@@ -34,6 +34,11 @@ type Finding struct {
 	Line     int    `json:"line"`
 	Message  string `json:"message"`
 	Snippet  string `json:"snippet"`
+	// By and Attempt credit the finding to the agent, and its attempt at
+	// the run, that found it (set by the reviewer agent, not by the rules;
+	// a successor resuming a run keeps its predecessor's credit).
+	By      string `json:"by,omitempty"`
+	Attempt int64  `json:"attempt,omitempty"`
 }
 
 // String is the finding as one line: "file:line [severity] rule: message".

@@ -16,7 +16,31 @@ const $ = (sel, root = document) => root.querySelector(sel);
 let S = null;             // the latest snapshot
 let clockOffset = 0;      // server time minus browser time, in seconds
 const lang = { security: 'go', performance: 'go', style: 'go' };
-let logFilter = 'all';
+let logFilter = 'event'; // events first: tool calls are one click away
+
+// short shows a large version or fence (a Redis revision has 16 digits) as
+// its last six digits, which tell neighbouring values apart; the whole
+// number is in the title.
+function short(n) {
+  if (n == null || n === '') return '—';
+  const s = String(n);
+  return s.length <= 7 ? esc(s) : `<span class="num" title="${esc(s)}">…${esc(s.slice(-6))}</span>`;
+}
+// statusLabel names a run's status for the audience: a join parent that
+// its children released is "ready to aggregate", not "created".
+function statusLabel(r) {
+  if (!r) return '';
+  if (S && S.pipeline && r.run_id === S.pipeline.parent && r.status === 'created') return 'ready to aggregate';
+  return r.status;
+}
+// ago says how long ago an epoch-seconds time was, for the log.
+function ago(sec) {
+  const d = now() - sec;
+  if (d < 0.05) return 'now';
+  if (d < 60) return d.toFixed(1) + 's ago';
+  if (d < 3600) return Math.floor(d / 60) + 'm' + String(Math.floor(d % 60)).padStart(2, '0') + 's ago';
+  return Math.floor(d / 3600) + 'h ago';
+}
 
 function esc(v) {
   return String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
@@ -42,6 +66,14 @@ function tickExpiries() {
   }
 }
 setInterval(tickExpiries, 100);
+function tickLogTimes() {
+  const lines = $('#log').children;
+  for (let i = Math.max(0, lines.length - 400); i < lines.length; i++) {
+    const t = lines[i].querySelector('.t[data-ts]');
+    if (t) t.textContent = ago(Number(t.dataset.ts));
+  }
+}
+setInterval(tickLogTimes, 1000);
 
 // ---- notices and actions -------------------------------------------------
 
@@ -55,6 +87,30 @@ function notice(level, text) {
   if (level === 'ok') noticeTimer = setTimeout(() => { n.hidden = true; }, 6000);
 }
 $('#notice-close').addEventListener('click', () => { $('#notice').hidden = true; });
+
+// ---- presenter layout ------------------------------------------------------
+// On a projector-sized window (1280×720 and the like) everything the talk
+// needs fits on one screen: controls, the three agents, the board and the
+// log. It is on by itself when the window is short, and the header's button
+// forces it on or off.
+function presenterWanted() {
+  const forced = localStorage.getItem('prreview-presenter');
+  if (forced === 'on') return true;
+  if (forced === 'off') return false;
+  return window.innerHeight <= 820 && window.innerWidth >= 1000;
+}
+function applyPresenter() {
+  const on = presenterWanted();
+  document.body.classList.toggle('presenter', on);
+  $('#presenter').classList.toggle('on', on);
+  $('#presenter').textContent = on ? 'Presenter layout: on' : 'Presenter layout: off';
+}
+$('#presenter').addEventListener('click', () => {
+  localStorage.setItem('prreview-presenter', presenterWanted() ? 'off' : 'on');
+  applyPresenter();
+});
+window.addEventListener('resize', applyPresenter);
+applyPresenter();
 
 async function act(path, body, btn) {
   if (btn) btn.disabled = true;
@@ -148,11 +204,15 @@ function buildPanels() {
         <button type="button" class="btn spawn">Spawn Agent</button>
         <button type="button" class="btn spawn3">Spawn 3 (Race Test)</button>
         <button type="button" class="btn danger crash">Crash Active</button>
+        <button type="button" class="btn freeze" title="SIGSTOP the agent holding the claim; press again to SIGCONT it">Freeze</button>
       </div>
+      <div class="takeover" hidden></div>
+      <div class="zombie" hidden></div>
       <div class="race" hidden></div>`;
     $('.spawn', el).addEventListener('click', (e) => act('spawn', { kind: k, count: 1, lang: lang[k] }, e.currentTarget));
     $('.spawn3', el).addEventListener('click', (e) => act('spawn', { kind: k, count: 3, lang: lang[k] }, e.currentTarget));
     $('.crash', el).addEventListener('click', (e) => act('crash', { kind: k }, e.currentTarget));
+    $('.freeze', el).addEventListener('click', (e) => act(e.currentTarget.dataset.thaw ? 'thaw' : 'freeze', { kind: k }, e.currentTarget));
     for (const b of el.querySelectorAll('.lang button')) {
       b.addEventListener('click', () => {
         if (b.disabled) return;
@@ -163,6 +223,17 @@ function buildPanels() {
     box.appendChild(el);
   }
 }
+
+// spawn3State enables Spawn 3 only when the run is free to race for.
+function spawn3State(b) {
+  const held = Number(b.dataset.heldUntil || 0) > now();
+  const fin = b.dataset.finished === 'true';
+  b.disabled = held || fin;
+  b.textContent = fin ? 'Spawn 3 · review finished' : held ? `Spawn 3 · held by ${b.dataset.holder}` : 'Spawn 3 (Race Test)';
+  b.title = fin ? 'The review is finished: nothing to race for (Reset Demo to run it again)' :
+    held ? 'The run is held: racers would only stand by. Wait until the claim expires, or crash the holder.' : 'Three agents race to claim the run at once: exactly one wins';
+}
+setInterval(() => { for (const b of document.querySelectorAll('.spawn3')) spawn3State(b); }, 250);
 
 function runOf(kind) {
   if (!S || !S.pipeline || !S.runs) return null;
@@ -191,16 +262,55 @@ function renderPanels() {
     st.className = 'badge review-status ' + (r ? r.status : '');
     st.textContent = r ? r.status : '';
     const total = r ? totalOf(r.run_id) : 0;
+    const fin = r && (r.status === 'done' || r.status === 'failed');
+    const holder = r && r.agent_id && !fin ? (S.workers || []).find((w) => w.id === r.agent_id) : null;
     let line = '<span class="muted">No run yet: register a workflow.</span>';
     if (r) {
-      const fin = r.status === 'done' || r.status === 'failed';
-      line = `<span class="mono">${esc(r.run_id)}</span>`;
-      if (r.attempt) line += ` · attempt <b>${r.attempt}</b> · fence <b>${r.fence ?? '—'}</b>`;
+      line = `<span class="mono id">${esc(r.run_id)}</span>`;
+      if (r.attempt) line += ` · attempt <b>${r.attempt}</b> · fence <b class="mono">${short(r.fence)}</b>`;
       line += ` · step <b>${r.last_step}${total ? '/' + total : ''}</b>`;
-      if (r.agent_id && !fin) line += ` · held by <span class="mono">${esc(r.agent_id)}</span> ${expiry(r.claim_expires_at, fin)}`;
-      if (r.agent_id && fin) line += ` · by <span class="mono">${esc(r.agent_id)}</span>`;
+      if (r.agent_id && !fin) {
+        line += ` · held by <span class="mono id">${esc(r.agent_id)}</span>`;
+        if (holder && !holder.alive) line += ' <span class="dead" title="the process is gone: its claim runs out">☠ dead</span>';
+        else if (holder && holder.frozen) line += ' <span class="frozen-mark" title="SIGSTOP: it misses its heartbeats">❄ frozen</span>';
+        line += ` <span class="claim-left">claim ${expiry(r.claim_expires_at, fin)}</span>`;
+      }
+      if (r.agent_id && fin) line += ` · by <span class="mono id">${esc(r.agent_id)}</span>`;
     }
     $('.review-line', el).innerHTML = line;
+
+    // Spawn 3 races for a free run: while the run is held or finished there
+    // is nothing to race for, so the button says so instead of racing.
+    const s3 = $('.spawn3', el);
+    const heldUntil = r && r.agent_id && !fin && r.claim_expires_at ? r.claim_expires_at : 0;
+    s3.dataset.heldUntil = String(heldUntil);
+    s3.dataset.finished = fin ? 'true' : '';
+    s3.dataset.holder = r && r.agent_id ? r.agent_id : '';
+    spawn3State(s3);
+
+    // Freeze toggles: the holder is stopped, then continued.
+    const fz = $('.freeze', el);
+    const frozen = (S.workers || []).find((w) => w.kind === k && w.alive && w.frozen);
+    fz.dataset.thaw = frozen ? frozen.id : '';
+    fz.textContent = frozen ? `Thaw ${frozen.id}` : 'Freeze';
+    fz.classList.toggle('thaw', !!frozen);
+
+    // A takeover: the agent that claimed after a crash, and where it resumed.
+    const tk = $('.takeover', el);
+    const successor = r && r.attempt > 1 ? (S.workers || []).find((w) => w.run_id === r.run_id && w.attempt === r.attempt && w.fence === r.fence) : null;
+    tk.hidden = !successor;
+    if (successor) {
+      const from = successor.resumed_from ? `resumed from checkpoint ${successor.resumed_from}` : 'started over: no checkpoint to resume from';
+      const text = `⟳ Taken over by ${successor.id} at attempt ${successor.attempt}: ${from}`;
+      if (tk.dataset.text !== text) { tk.dataset.text = text; tk.textContent = text; tk.classList.remove('flash'); void tk.offsetWidth; tk.classList.add('flash'); }
+    } else { tk.dataset.text = ''; }
+
+    // A zombie: a frozen agent, continued after its claim was taken over,
+    // whose late write its fence refused.
+    const zb = $('.zombie', el);
+    const zombie = (S.workers || []).find((w) => w.kind === k && w.thawed && w.state === 'fenced out');
+    zb.hidden = !zombie;
+    if (zombie) zb.textContent = `✋ Zombie ${zombie.id}'s late write was refused by its fence ${zombie.fence}: ${zombie.detail || ''}`;
     const pct = r && total ? Math.min(100, (100 * r.last_step) / total) : (r && r.status === 'done' ? 100 : 0);
     $('.progress > span', el).style.width = pct + '%';
 
@@ -212,6 +322,7 @@ function renderPanels() {
       const winners = race.members.filter((m) => m.outcome === 'won').length;
       let title = `Race test: ${race.members.length} agents released together`;
       if (!race.released) title = `Race test: ${race.members.length} agents gathering at the barrier…`;
+      else if (settled && winners === 0) title += ' · no winner: the run was not free to claim (held or finished)';
       else if (settled) title += winners === 1 ? ' · exactly one winner' : ` · ${winners} winners`;
       rb.dataset.winners = String(winners);
       const members = race.members.slice().sort((a, b) => (b.outcome === 'won') - (a.outcome === 'won'));
@@ -235,6 +346,9 @@ function renderHeader() {
   let meta = S.sidecar.healthy ? `${S.sidecar.backend} · v${S.sidecar.version}` : 'not reachable';
   if (S.sidecar.own) meta += ' · started by the demo';
   $('#sidecar-meta').textContent = meta;
+  const cl = $('#console-link');
+  cl.hidden = !S.sidecar.own;
+  cl.href = S.sidecar.url + '/ui/';
   $('#ttl-hint').textContent = `Claim TTL ${S.claim_ttl}s: a crashed agent's run can be taken over ${S.claim_ttl}s after its last heartbeat. ` +
     `Steps take ${S.paces[S.pace]} at this pace.`;
   for (const b of document.querySelectorAll('#pace button')) b.classList.toggle('on', b.dataset.pace === S.pace);
@@ -253,8 +367,8 @@ function renderPR() {
   const parent = runOf('aggregate');
   $('#run-id').textContent = S.pipeline ? S.pipeline.parent : 'No Active Run';
   const rs = $('#run-status');
-  rs.className = 'badge ' + (parent ? parent.status : '');
-  rs.textContent = parent ? parent.status : '';
+  rs.className = 'badge ' + (parent ? parent.status : '') + (parent && statusLabel(parent) !== parent.status ? ' ready' : '');
+  rs.textContent = parent ? statusLabel(parent) : '';
 }
 
 const ENDED = new Set(['crashed', 'lost race', 'done', 'idle', 'failed', 'fenced out', 'exited', 'orphaned']);
@@ -272,17 +386,21 @@ function renderBoard() {
     ws.map((w) => {
       const r = runs.get(w.run_id);
       const holder = r && r.agent_id === w.id && r.status !== 'done' && r.status !== 'failed';
-      const state = w.state;
-      const rowCls = (w.alive ? '' : 'ended ') + cls(state);
+      let state = w.state;
+      let shown = state;
+      if (w.frozen && w.alive) shown = 'frozen (SIGSTOP)';
+      else if (state === 'crashed' && holder) shown = 'crashed · dead holder';
+      else if (state === 'fenced out' && w.thawed) shown = 'zombie · write refused';
+      const rowCls = (w.alive ? '' : 'ended ') + cls(state) + (w.frozen && w.alive ? ' frozen' : '');
       const step = w.total ? `step ${w.step}/${w.total}` : (w.step ? `step ${w.step}` : '—');
       return `<tr class="${rowCls}" data-agent="${esc(w.id)}" data-kind="${esc(w.kind)}" data-state="${esc(state)}" data-attempt="${w.attempt || 0}" data-fence="${w.fence || 0}" data-alive="${w.alive}">
         <td class="mono"><span class="kind-dot k-${esc(w.kind)}"></span>${esc(w.id)} <span class="muted">${esc(w.lang)}</span></td>
         <td class="mono">${w.pid}</td>
-        <td title="${esc(w.run_id || '')}"><span class="state ${cls(state)}">${esc(state)}</span>${w.detail ? `<div class="detail">${esc(w.detail)}</div>` : ''}</td>
+        <td title="${esc(w.run_id || '')}"><span class="state ${cls(state)}">${esc(shown)}</span>${w.detail ? `<div class="detail">${esc(w.detail)}</div>` : ''}</td>
         <td class="mono">${w.attempt || '—'}</td>
-        <td class="mono">${w.fence || '—'}</td>
+        <td class="mono">${w.fence ? short(w.fence) : '—'}</td>
         <td class="mono">${step}</td>
-        <td>${holder ? expiry(r.claim_expires_at, false) : (state === 'crashed' && r && r.agent_id === w.id ? expiry(r.claim_expires_at, r.status === 'done') : '<span class="muted">—</span>')}</td>
+        <td>${holder ? expiry(r.claim_expires_at, false) : '<span class="muted">—</span>'}</td>
       </tr>`;
     }).join('') + '</tbody></table>';
 }
@@ -301,14 +419,14 @@ function renderState() {
       const role = r.tags.kind ? `${r.tags.kind} review` : 'review (aggregate)';
       const fin = r.status === 'done' || r.status === 'failed';
       return `<tr data-run="${esc(r.run_id)}" data-status="${esc(r.status)}" data-attempt="${r.attempt}">
-        <td class="mono">${esc(r.run_id)}</td><td>${esc(role)}</td><td><span class="badge ${esc(r.status)}">${esc(r.status)}</span></td>
-        <td class="mono">${r.attempt}</td><td class="mono">${r.fence ?? '—'}</td><td class="mono">${r.last_step}</td>
+        <td class="mono">${esc(r.run_id)}</td><td>${esc(role)}</td><td><span class="badge ${esc(r.status)}">${esc(statusLabel(r))}</span></td>
+        <td class="mono">${r.attempt}</td><td class="mono">${short(r.fence)}</td><td class="mono">${r.last_step}</td>
         <td class="mono">${esc(r.agent_id || '—')}</td><td>${expiry(r.claim_expires_at, fin)}</td></tr>`;
     }).join('') + '</tbody></table>';
   const kv = S.kv || [];
   $('#kv').innerHTML = `<div class="subhead">KV store · review/${esc(S.pipeline.parent)}/…</div>` + (kv.length ? `<table><thead><tr><th>Key</th><th>Ver</th><th>Written by</th><th>Value</th></tr></thead><tbody>` +
-    kv.map((e) => `<tr data-key="${esc(e.key)}"><td class="mono">${esc(e.key.slice(('review/' + S.pipeline.parent + '/').length))}</td><td class="mono">${e.version}</td>
-      <td class="mono">${esc(e.agent_id || '—')}</td><td><div class="kv-preview">${esc(typeof e.preview === 'string' ? e.preview : JSON.stringify(e.preview, null, 1))}</div></td></tr>`).join('') +
+    kv.map((e) => `<tr data-key="${esc(e.key)}"><td class="mono">${esc(e.key.slice(('review/' + S.pipeline.parent + '/').length))}</td><td class="mono">${short(e.version)}</td>
+      <td class="mono">${esc(e.agent_id || '—')}</td><td><div class="kv-preview">${esc(readable(e.preview, true))}</div></td></tr>`).join('') +
     '</tbody></table>' : '<div class="empty-note">No state keys written yet.</div>');
 }
 
@@ -323,7 +441,8 @@ function renderReport() {
       <h4>${esc(TITLES[s.kind])}: ${esc(s.summary)}</h4>
       <div class="muted small">by ${esc(s.agent || '—')} (${esc(s.lang || '?')}), attempt ${s.attempt || '—'} · ${esc(s.about || '')}</div>
       <ul class="findings">${s.findings.map((f) => `<li><span class="sev ${esc(f.severity)}">${esc(f.severity)}</span>
-        <span class="loc">${esc(f.file)}:${f.line}</span> <b>${esc(f.rule)}</b>: ${esc(f.message)}<span class="snip">${esc(f.snippet)}</span></li>`).join('')}</ul>
+        <span class="loc">${esc(f.file)}:${f.line}</span> <b>${esc(f.rule)}</b>: ${esc(f.message)}
+        <span class="credit">found by <span class="mono id">${esc(f.by || s.agent || '—')}</span>, attempt ${f.attempt || s.attempt || '—'}</span><span class="snip">${esc(f.snippet)}</span></li>`).join('')}</ul>
     </div>`).join('');
 }
 
@@ -345,27 +464,66 @@ function shown(level) {
   if (logFilter === 'tool') return level === 'tool';
   return level !== 'tool';
 }
-function compact(v) {
+// readable is a value as JSON for people: times as times, not epoch floats.
+// With brief, large integers (Redis revisions) are cut to their last six
+// digits too.
+function readable(v, brief) {
   if (v === undefined || v === null) return '';
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s.length > 240 ? s.slice(0, 237) + '…' : s;
+  if (typeof v === 'string') return v;
+  return JSON.stringify(v, (k, x) => {
+    if (typeof x !== 'number') return x;
+    if (x > 1e9 && x < 1e10 && /(^|_)at$/.test(k)) return new Date(x * 1000).toISOString().slice(11, 23) + ' UTC';
+    if (brief && Number.isInteger(x) && String(x).length > 7) return '…' + String(x).slice(-6);
+    return x;
+  }, 2);
+}
+// ID-like words (run ids, agent ids, keys) never break across lines.
+function ids(text) {
+  return esc(text).replace(/\b((?:wf|sec|perf|style|agg)-[0-9a-z]+|review\/[\w\/.-]+|lease\/[\w\/.-]+)/g, '<span class="mono id">$1</span>')
+    .replace(/\b(\d{8,})\b/g, (m) => short(m)); // a Redis revision: 16 digits
+}
+// A workflow_claim by the agent that already holds the run with the same
+// fence is a heartbeat, and is labelled so.
+const holding = new Map();
+function isHeartbeat(e) {
+  if (e.level !== 'tool' || e.tool !== 'workflow_claim' || !e.result || !e.result.claimed) return false;
+  const key = e.source + ' ' + (e.args && e.args.run_id);
+  const beat = holding.get(key) === e.result.fence;
+  holding.set(key, e.result.fence);
+  return beat;
+}
+function toolSummary(e) {
+  const a = e.args || {};
+  const what = a.run_id || a.key || a.resource_id || a.prefix || '';
+  if (e.error) return `<span class="err">✗ ${ids(e.error)}</span>`;
+  let res = '✓';
+  const r = e.result || {};
+  if (e.tool === 'workflow_claim') res = r.claimed ? `✓ claimed · attempt ${r.attempt} · fence ${short(r.fence)}` : `✗ ${ids(r.reason || 'not claimed')}`;
+  else if (e.tool === 'workflow_checkpoint') res = `✓ step ${a.step}${a.status ? ' · ' + esc(a.status) : ''}`;
+  else if (e.tool === 'state_set') res = `✓ version ${short(r.version)}`;
+  else if (e.tool === 'state_get') res = r.found ? `✓ version ${short(r.version)}` : 'not found';
+  else if (e.tool === 'workflow_discover') res = `${(r.runs || []).length} run(s)`;
+  return `<span class="what">${ids(String(what))}</span> <span class="res">${res}</span>`;
 }
 function logLine(e) {
   const el = document.createElement('div');
-  el.className = 'l lv-' + e.level;
+  const beat = isHeartbeat(e);
+  el.className = 'l lv-' + e.level + (beat ? ' heartbeat' : '');
   el.dataset.level = e.level;
   el.dataset.source = e.source;
   if (e.event) el.dataset.event = e.event;
   const srcCls = e.kind || e.source;
+  const ts = Date.parse(e.ts) / 1000;
   let body;
   if (e.level === 'tool') {
-    body = `<span class="tool">→ ${esc(e.tool)}</span> <span class="args">${esc(compact(e.args))}</span> ` +
-      (e.error ? `<span class="err">✗ ${esc(e.error)}</span>` : `<span class="res">← ${esc(compact(e.result))}</span>`) +
-      ` <span class="t">${e.ms != null ? e.ms.toFixed(1) + ' ms' : ''}</span>`;
+    const json = `<details><summary>JSON</summary><pre>${esc('→ ' + readable(e.args))}\n${esc(e.error ? '✗ ' + e.error : '← ' + readable(e.result))}</pre></details>`;
+    body = (beat ? `<span class="beat-label">♥ heartbeat</span> <span class="what">${ids(String((e.args || {}).run_id || ''))}</span>` :
+      `<span class="tool">${esc(e.tool)}</span> ${toolSummary(e)}`) +
+      ` <span class="ms">${e.ms != null ? e.ms.toFixed(1) + ' ms' : ''}</span> ${json}`;
   } else {
-    body = (e.event ? `<span class="ev">${esc(e.event)}</span> ` : '') + `<span class="msg">${esc(e.text)}</span>`;
+    body = (e.event ? `<span class="ev">${esc(e.event)}</span> ` : '') + `<span class="msg">${ids(e.text)}</span>`;
   }
-  el.innerHTML = `<span class="t">[${fmtTime(e.ts)}]</span> <span class="src ${esc(srcCls)}">[${esc(e.source)}]</span> ${body}`;
+  el.innerHTML = `<span class="t" data-ts="${ts}" title="${esc(e.ts)}">${ago(ts)}</span> <span class="src ${esc(srcCls)}"><span class="id">${esc(e.source)}</span></span> ${body}`;
   el.hidden = !shown(e.level);
   return el;
 }
