@@ -2,6 +2,8 @@ package state_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/statesidecar/state"
 	_ "github.com/statesidecar/state/backend/filestate" // file://
 	"github.com/statesidecar/state/backend/memstate"
+	"github.com/statesidecar/state/encryption"
 	"github.com/statesidecar/state/internal/storetest"
 )
 
@@ -138,5 +141,27 @@ func BenchmarkPrincipalClaim(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestPrincipalWithEncryption: on an encrypted store the principal is
+// recorded and every sealed payload still opens (the writer is not part of
+// what a ciphertext is bound to).
+func TestPrincipalWithEncryption(t *testing.T) {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	enc, err := encryption.Open(t.Context(), "base64key://"+base64.StdEncoding.EncodeToString(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.New(memstate.New(), &state.Options{Encryption: enc, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	checkPrincipalInHistory(t, st)
+	evs, err := st.History(t.Context(), state.HistoryQuery{Key: "k2"})
+	if err != nil || len(evs) != 1 || string(evs[0].Value) != "2" || evs[0].Principal != "alice@example.com" {
+		t.Fatalf("history of k2 = %+v, %v", evs, err)
 	}
 }
