@@ -94,6 +94,9 @@ func TestPagesShowWhatTheStoreHolds(t *testing.T) {
 		code, body := get(t, srv.URL+"/ui/runs?status=running")
 		is.Equal(code, 200)
 		is.True(!strings.Contains(body, `data-id="`+parent.ID)) // filtered out
+		_, body = get(t, srv.URL+"/ui/runs?claimable=1")
+		is.True(!strings.Contains(body, `data-id="`+kid.ID)) // held: not claimable
+		is.True(strings.Contains(body, "No runs match"))
 		code, _ = get(t, srv.URL+"/ui/runs/wf-000000000000")
 		is.Equal(code, 404)
 	})

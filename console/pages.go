@@ -56,7 +56,8 @@ type runRow struct {
 // runs lists runs, newest first, filtered by status, tag, parent and name.
 func (c *Console) runs(r *http.Request, st *state.Store, v *view) (string, error) {
 	q := r.URL.Query()
-	rq := state.RunQuery{Status: state.Status(q.Get("status")), ParentID: q.Get("parent"), Cursor: q.Get("cursor"), Limit: pageSize}
+	rq := state.RunQuery{Status: state.Status(q.Get("status")), ParentID: q.Get("parent"), Cursor: q.Get("cursor"), Limit: pageSize,
+		Claimable: q.Get("claimable") != ""}
 	tag := strings.TrimSpace(q.Get("tag"))
 	if tag != "" {
 		k, val, ok := strings.Cut(tag, "=")
@@ -112,11 +113,12 @@ func (c *Console) runs(r *http.Request, st *state.Store, v *view) (string, error
 	v.Title, v.Nav = "Runs", "runs"
 	v.Data = struct {
 		Status, Tag, Name, Parent string
+		Claimable                 bool
 		Statuses                  []state.Status
 		Runs                      []runRow
 		Next                      string
 		Scanned                   int
-	}{string(rq.Status), tag, name, rq.ParentID, state.Statuses, rows, next, scanned}
+	}{string(rq.Status), tag, name, rq.ParentID, rq.Claimable, state.Statuses, rows, next, scanned}
 	return "runs", nil
 }
 

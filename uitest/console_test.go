@@ -124,6 +124,13 @@ func TestConsoleRunsClaimsAndActions(t *testing.T) {
 		p.unseen("#changes")
 		p.unseen("#flash") // the release's notice is not repeated by the reload
 
+		// Released, the run is claimable: the filter of stuck runs finds it.
+		p.open(srv.URL + "/ui/runs")
+		p.click(`input[name=claimable]`)
+		p.click(`.filters button`)
+		p.seenText(row, "running")
+		p.unseen(fmt.Sprintf(`#runs tr[data-id=%q]`, s.parent.ID)) // waiting for its children
+
 		// Fail the other child; the parent's join counts it.
 		p.open(srv.URL + "/ui/runs/" + s.open.ID)
 		p.click("#act-fail")
