@@ -22,14 +22,15 @@ import "time"
 // of one call.
 type option interface{ apply(*callOptions) }
 
-// SetOption is an option of Set and SetSession: WithTTL, WithAgent and
-// IfVersion.
+// SetOption is an option of Set and SetSession: WithTTL, WithAgent,
+// IfVersion and WithSubject.
 type SetOption interface {
 	option
 	setOption()
 }
 
-// SetManyOption is an option of SetMany: WithTTL and WithAgent.
+// SetManyOption is an option of SetMany: WithTTL, WithAgent and
+// WithSubject.
 type SetManyOption interface {
 	option
 	setManyOption()
@@ -54,8 +55,8 @@ type ListOption interface {
 	listOption()
 }
 
-// CreateOption is an option of CreateRun: WithAgent, WithParent, WithJoin
-// and WithIdempotencyKey.
+// CreateOption is an option of CreateRun: WithAgent, WithParent, WithJoin,
+// WithIdempotencyKey and WithSubject.
 type CreateOption interface {
 	option
 	createOption()
@@ -280,6 +281,7 @@ type callOptions struct {
 	parent    string
 	join      bool
 	idem      string
+	subject   string
 }
 
 // An optionSet is a set of per-call options, one bit each.
@@ -298,6 +300,7 @@ const (
 	optParent
 	optJoin
 	optIdem
+	optSubject
 )
 
 // has reports whether the option o was given.

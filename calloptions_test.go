@@ -23,15 +23,15 @@ var optionCalls = []struct {
 	method, iface, call string
 	honours             []string
 }{
-	{"Set", "SetOption", `st.Set(ctx, "k", 1, %s)`, []string{"WithTTL", "WithAgent", "IfVersion"}},
-	{"SetSession", "SetOption", `st.SetSession(ctx, "s", map[string]any{}, %s)`, []string{"WithTTL", "WithAgent", "IfVersion"}},
-	{"SetMany", "SetManyOption", `st.SetMany(ctx, nil, %s)`, []string{"WithTTL", "WithAgent"}},
+	{"Set", "SetOption", `st.Set(ctx, "k", 1, %s)`, []string{"WithTTL", "WithAgent", "IfVersion", "WithSubject"}},
+	{"SetSession", "SetOption", `st.SetSession(ctx, "s", map[string]any{}, %s)`, []string{"WithTTL", "WithAgent", "IfVersion", "WithSubject"}},
+	{"SetMany", "SetManyOption", `st.SetMany(ctx, nil, %s)`, []string{"WithTTL", "WithAgent", "WithSubject"}},
 	{"Delete", "DeleteOption", `st.Delete(ctx, "k", %s)`, []string{"WithAgent", "IfVersion"}},
 	{"DeleteSession", "DeleteOption", `st.DeleteSession(ctx, "s", %s)`, []string{"WithAgent", "IfVersion"}},
 	{"DeleteRun", "DeleteRunOption", `st.DeleteRun(ctx, "wf-1", %s)`, []string{"WithAgent"}},
 	{"List", "ListOption", `st.List(ctx, "", %s)`, []string{"WithLimit", "WithCursor"}},
 	{"ListRuns", "ListOption", `st.ListRuns(ctx, %s)`, []string{"WithLimit", "WithCursor"}},
-	{"CreateRun", "CreateOption", `st.CreateRun(ctx, "job", nil, %s)`, []string{"WithAgent", "WithParent", "WithJoin", "WithIdempotencyKey"}},
+	{"CreateRun", "CreateOption", `st.CreateRun(ctx, "job", nil, %s)`, []string{"WithAgent", "WithParent", "WithJoin", "WithIdempotencyKey", "WithSubject"}},
 	{"ClaimRun", "ClaimOption", `st.ClaimRun(ctx, "wf-1", "A", %s)`, []string{"WithClaimTTL"}},
 	{"CheckpointRun", "CheckpointOption", `st.CheckpointRun(ctx, "wf-1", 1, "x", %s)`, []string{"WithAgent", "WithFence", "WithStatus"}},
 	{"CompleteRun", "FinishOption", `st.CompleteRun(ctx, "wf-1", %s)`, []string{"WithAgent", "WithFence"}},
@@ -53,6 +53,7 @@ var everyOption = []struct{ name, call, typ string }{
 	{"WithParent", `state.WithParent("wf-1")`, "CreateOption"},
 	{"WithJoin", "state.WithJoin()", "CreateOption"},
 	{"WithIdempotencyKey", `state.WithIdempotencyKey("i")`, "CreateOption"},
+	{"WithSubject", `state.WithSubject("alice")`, "SubjectOption"},
 }
 
 // buildProgram compiles a main package whose body is lines, reporting every

@@ -112,6 +112,19 @@
 // A "namespace" query parameter selects the namespace. Every backend passes
 // the same conformance suite, backend/backendtest.
 //
+// # Encryption at rest and erasure
+//
+// With [Options].Encryption (package encryption makes one from a key URL)
+// the values, step outputs, session contexts, effect results and history
+// payloads are sealed before any backend sees them, with a data key set per
+// namespace bound to namespace and key, failing closed on plaintext
+// ([ErrNotEncrypted]); keys, ids, tags, statuses and times stay in clear.
+// [Store.RotateKey], [Store.Reencrypt], [Store.RetireKey] and [Store.Keys]
+// manage a namespace's keys. [Store.EraseNamespace] and [Store.EraseSubject]
+// (for writes tagged [WithSubject] or [ContextWithSubject]) erase on request
+// and destroy the keys, leaving a tombstone in history. docs/encryption.md
+// says exactly what is and is not encrypted, and the residual risks.
+//
 // # Errors
 //
 // Every error is an [*Error] naming the operation and key, wrapping a

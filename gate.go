@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/statesidecar/state/backend"
@@ -68,6 +69,9 @@ type gate struct {
 	// trim is told of the events each successful write appended; nil until
 	// the store has made it (it calls the gate too).
 	trim *trimmer
+	// seal seals what is written and opens what is read when encryption
+	// at rest is on (seal.go); nil when it is off.
+	seal *sealer
 }
 
 func newGate(d backend.Driver, tracer Tracer, obs Observer) *gate {
@@ -154,6 +158,15 @@ func (g *gate) Get(ctx context.Context, ns, key string, now time.Time) (backend.
 	}
 	r, err := g.drv.Get(cctx, ns, key, now)
 	s.done(err)
+	if err == nil && g.seal != nil {
+		recs := []backend.Record{r}
+		if err = g.openRecords(ctx, ns, recs); err != nil {
+			return backend.Record{}, err
+		}
+		r = recs[0]
+	} else if err == nil && len(r.Value) > 0 && r.Value[0] == 0 && isSealed(r.Value) {
+		return backend.Record{}, fmt.Errorf("record %q is encrypted: %w", r.Key, ErrNoEncryption)
+	}
 	return r, err
 }
 
@@ -164,6 +177,9 @@ func (g *gate) GetMany(ctx context.Context, q *backend.GetQuery) ([]backend.Reco
 	}
 	recs, err := g.drv.GetMany(cctx, q)
 	s.done(err)
+	if err == nil {
+		err = g.openRecords(ctx, q.NS, recs)
+	}
 	return recs, err
 }
 
@@ -174,6 +190,9 @@ func (g *gate) List(ctx context.Context, q *backend.ListQuery) ([]backend.Record
 	}
 	recs, err := g.drv.List(cctx, q)
 	s.done(err)
+	if err == nil && !q.KeysOnly {
+		err = g.openRecords(ctx, q.NS, recs)
+	}
 	return recs, err
 }
 
@@ -190,6 +209,10 @@ func (g *gate) Count(ctx context.Context, q *backend.CountQuery) (backend.Counts
 // Commit tells the Tracer ErrConflict when a condition failed, so that a
 // trace shows the retries of optimistic writers.
 func (g *gate) Commit(ctx context.Context, txn *backend.Txn) (backend.Result, error) {
+	txn, err := g.sealTxn(ctx, txn.NS, txn)
+	if err != nil {
+		return backend.Result{}, err
+	}
 	cctx, s, err := g.begin(ctx, callCommit, txn.NS, len(txn.Then))
 	if err != nil {
 		return backend.Result{}, err
@@ -213,6 +236,9 @@ func (g *gate) History(ctx context.Context, q *backend.HistoryQuery) ([]backend.
 	}
 	evs, err := g.drv.History(cctx, q)
 	s.done(err)
+	if err == nil {
+		err = g.openEvents(ctx, q.NS, evs)
+	}
 	return evs, err
 }
 
@@ -229,18 +255,31 @@ func (g *gate) Reset(ctx context.Context, q *backend.ResetQuery) (backend.ResetR
 // Update accounts for the events of the Txn fn returned last, the one
 // committed.
 func (g *gate) Update(ctx context.Context, q *backend.GetQuery, fn updateFunc) (backend.Result, error) {
+	if err := g.prepare(ctx, q); err != nil {
+		return backend.Result{}, err
+	}
 	cctx, s, err := g.begin(ctx, callUpdate, q.NS, len(q.Keys))
 	if err != nil {
 		return backend.Result{}, err
 	}
 	events := 0
 	res, err := g.upd.Update(cctx, q, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
+		if err := g.openRecords(ctx, q.NS, recs); err != nil {
+			return nil, err
+		}
 		txn, err := fn(recs, now)
 		events = 0
 		if txn != nil {
 			events = len(txn.Events)
 		}
-		return withPrincipal(ctx, txn), err
+		if err != nil {
+			return withPrincipal(ctx, txn), err
+		}
+		sealed, err := g.sealTxn(ctx, q.NS, txn)
+		if err != nil {
+			return sealed, err
+		}
+		return withPrincipal(ctx, sealed), nil
 	})
 	s.done(err)
 	if err == nil && res.Committed {

@@ -37,6 +37,13 @@ const (
 //	                                      {"idempotency_key"}
 //	once.start, once.done                 Once took the lease on an effect / recorded its
 //	                                      result (Value: the result)
+//	erase.namespace, erase.subject        an erasure's tombstone (erase.go): Value
+//	                                      {"records","events","keys_destroyed"}, AgentID the
+//	                                      principal who erased, Key the subject
+//	keys.rotate, keys.reencrypt,          key management (erase.go): Value {"primary"},
+//	keys.retire                           {"records"}, {"retired"}; AgentID the principal
+//	erased                                an event whose payload was sealed with the keys of
+//	                                      an erased subject: shown without key or payload
 //
 // Key is the entry's key, the run id, the lease's resource id, the session
 // id or the effect's key.

@@ -77,6 +77,9 @@ func (s *Store) set(ctx context.Context, key string, value any, o callOptions) (
 	if err != nil {
 		return Entry{}, err
 	}
+	if ctx, err = s.subjectCtx(ctx, o); err != nil {
+		return Entry{}, err
+	}
 	rk := layout.KV(key)
 	res, stamp, err := s.putRecord(ctx, rk, val, o, backend.IntentSet,
 		backend.Event{Key: key, Op: "kv.set", Value: val, PrevOf: rk, Writer: o.agent})
@@ -300,6 +303,10 @@ func (s *Store) setMany(ctx context.Context, items []Item, o callOptions) ([]Ent
 	}
 	if len(items) == 0 {
 		return nil, nil
+	}
+	ctx, err := s.subjectCtx(ctx, o)
+	if err != nil {
+		return nil, err
 	}
 	done, err := s.enter()
 	if err != nil {

@@ -67,6 +67,10 @@ func (s *Store) once(ctx context.Context, key string, fn func(ctx context.Contex
 	if fn == nil {
 		return OnceResult{}, invalid("fn", "must not be nil")
 	}
+	ctx, err := s.subjectCtx(ctx, callOptions{}) // ContextWithSubject's, if any
+	if err != nil {
+		return OnceResult{}, err
+	}
 	lease, keep := s.c.opts.ClaimTTL, s.c.opts.IdempotencyWindow
 	if o.has(optClaimTTL) {
 		if err := checkTTL("claim_ttl", o.claimTTL); err != nil {

@@ -58,6 +58,14 @@ type Options struct {
 	// Once keeps a recorded result unless the call says (WithTTL).
 	// Defaults to 24 hours.
 	IdempotencyWindow time.Duration
+	// Encryption, if set, turns on encryption at rest (docs/encryption.md):
+	// values, step outputs, session contexts, effect results and history
+	// payloads are sealed before they reach the backend, with a data key
+	// set per namespace (and per subject, WithSubject) that the Encryption
+	// keeps wrapped by its key-encryption key. Package encryption makes
+	// one from a key URL. Off (nil) by default: everything is stored in
+	// plaintext.
+	Encryption Encryption
 	// WaitPollInterval is how often a namespace that someone waits on
 	// (Watch, WaitKey, WaitRun) is checked for changes made by other
 	// processes when the backend cannot notify them (backend.Notifier);

@@ -46,6 +46,9 @@ func (s *Store) saveSession(ctx context.Context, id string, sctx any, o callOpti
 	if len(val) == 0 || val[0] != '{' {
 		return Session{}, invalid("context", "must be a JSON object")
 	}
+	if ctx, err = s.subjectCtx(ctx, o); err != nil {
+		return Session{}, err
+	}
 	res, stamp, err := s.putRecord(ctx, layout.Session(id), val, o, backend.IntentAny,
 		backend.Event{Key: id, Op: "session.save", Value: sizeJSON(len(val)), Writer: o.agent})
 	if err != nil {

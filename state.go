@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -65,6 +66,13 @@ func New(d backend.Driver, opts *Options) (*Store, error) {
 		return nil, wrap("new", "", err)
 	}
 	c := &core{drv: newGate(d, o.Tracer, o.Observer), raw: d, opts: o, started: time.Now(), stopped: make(chan struct{})}
+	if o.Encryption != nil {
+		ciph, err := o.Encryption.Bind(DriverKeyTable(d))
+		if err != nil {
+			return nil, wrap("new", "", fmt.Errorf("Options.Encryption: %w", err))
+		}
+		c.drv.seal = &sealer{c: ciph}
+	}
 	c.bg, c.bgCancel = context.WithCancel(context.Background())
 	c.trim = newTrimmer(c.drv, o)
 	c.drv.trim = c.trim

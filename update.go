@@ -71,6 +71,10 @@ func (s *Store) updateEntries(ctx context.Context, keys []string, fn UpdateFunc)
 	if fn == nil {
 		return nil, invalid("fn", "must not be nil")
 	}
+	ctx, err := s.subjectCtx(ctx, callOptions{}) // ContextWithSubject's, if any
+	if err != nil {
+		return nil, err
+	}
 	if len(keys) > lim.MaxBatch {
 		return nil, invalid("keys", "has %d keys, the limit is %d", len(keys), lim.MaxBatch)
 	}

@@ -133,6 +133,9 @@ func checkNamespace(ns string) error {
 	if ns == "" || len(ns) > 64 {
 		return invalid("namespace", "must be 1 to 64 characters, got %d", len(ns))
 	}
+	if ns == KeysNamespace {
+		return invalid("namespace", "%q is reserved for the keys of encryption at rest", ns)
+	}
 	for _, r := range ns {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
 			return invalid("namespace", "may contain only letters, digits, '-', '_' and '.', got %q", ns)

@@ -136,6 +136,19 @@ func (s *Store) createRun(ctx context.Context, name string, tags map[string]stri
 	if err := s.checkTags(tags); err != nil {
 		return Run{}, err
 	}
+	if ctx, err := s.subjectCtx(ctx, o); err != nil {
+		return Run{}, err
+	} else if subject := subjectOf(ctx); subject != "" {
+		o.subject = subject
+		tags = maps.Clone(tags)
+		if tags == nil {
+			tags = map[string]string{}
+		}
+		tags[SubjectTag] = o.subject
+		if err := s.c.drv.seal.c.Prepare(ctx, KeyScope{Namespace: s.ns, Subject: o.subject}, true); err != nil {
+			return Run{}, err
+		}
+	}
 	if err := checkOptionalID("agent_id", o.agent, lim.MaxIDBytes); err != nil {
 		return Run{}, err
 	}
@@ -276,6 +289,10 @@ func (s *Store) updateRunAs(ctx context.Context, id string, extra []string, fini
 			family = familyKeys(parent)
 		}
 	}
+	var box *subjectBox // the run's subject, whose keys seal its outputs
+	if s.c.drv.seal != nil {
+		ctx, box = withSubject(ctx, "")
+	}
 	for {
 		keys := append(append([]string{layout.Run(id)}, extra...), family...)
 		_, err = s.update(ctx, keys, func(recs []backend.Record, now time.Time) (*backend.Txn, error) {
@@ -285,6 +302,9 @@ func (s *Store) updateRunAs(ctx context.Context, id string, extra []string, fini
 			v, err := decodeRun(recs[0])
 			if err != nil {
 				return nil, err
+			}
+			if box != nil {
+				box.subject = v.Tags[SubjectTag]
 			}
 			txn, err := fn(v, recs[1:1+len(extra)], now)
 			if err != nil || txn == nil || !finishesChild(v, txn) {

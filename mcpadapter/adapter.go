@@ -28,6 +28,10 @@ type Options struct {
 	// AllowReset lets sidecar_reset wipe the namespace; without it the tool
 	// answers with a tool error.
 	AllowReset bool
+	// AllowErase adds the admin tool sidecar_erase after the 21 (see
+	// AdminToolNames): erasure of a subject (encryption at rest needed) or
+	// of the whole namespace. Without it the tool is not offered.
+	AllowErase bool
 	// ClaimTTL is the claim TTL workflow_claim uses when the call gives no
 	// claim_ttl_seconds; 0 means the store's own default.
 	ClaimTTL time.Duration
@@ -119,6 +123,9 @@ func Tools(st *state.Store, opts *Options) []server.ServerTool {
 		if o.Tools == nil || slices.Contains(o.Tools, t.name) {
 			out = append(out, t.serverTool(st, o))
 		}
+	}
+	if o.AllowErase {
+		out = append(out, eraseTool.serverTool(st, o))
 	}
 	return out
 }

@@ -84,7 +84,7 @@ func message(ctx context.Context, log *slog.Logger, tool string, err error) stri
 // errors itself, whose texts are fixed.
 func isSentinel(err error) bool {
 	for _, s := range []error{state.ErrNotFound, state.ErrClosed, state.ErrInvalid, state.ErrConflict,
-		state.ErrLeaseHeld, state.ErrNotHeld, state.ErrClaimed, state.ErrFinished} {
+		state.ErrLeaseHeld, state.ErrNotHeld, state.ErrClaimed, state.ErrFinished, state.ErrNoEncryption} {
 		if err == s {
 			return true
 		}

@@ -88,7 +88,8 @@ type Options struct {
 	// (state.Store.TrimHistory). Defaults to MaxTTL, so that not even those
 	// outlive the longest task; set it to the shortest TTL given to tasks
 	// to have them outlive no task. A negative value leaves the history to
-	// the store's own retention.
+	// the store's own retention. Only a process that sweeps (SweepInterval
+	// not negative) trims: one replica is enough.
 	HistoryMaxAge time.Duration
 	// Worker names this process in claims and history. Defaults to the host
 	// name, the process id and random characters.

@@ -53,11 +53,11 @@ func ProcessEnv() Env {
 
 // ProcessMain is the whole main function of the state-sidecar program:
 // Main with the process's arguments and environment (ProcessEnv) and the
-// import and copy commands, under a context that SIGINT or SIGTERM cancels (a
+// import, copy, erase and keys commands, under a context that SIGINT or SIGTERM cancels (a
 // graceful stop). It exits the process with Main's status.
 func ProcessMain() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], ProcessEnv(), ImportCommand(), CopyCommand())
+	code := Main(ctx, os.Args[1:], ProcessEnv(), ImportCommand(), CopyCommand(), EraseCommand(), KeysCommand())
 	stop()
 	os.Exit(code)
 }

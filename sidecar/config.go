@@ -86,6 +86,16 @@ type Config struct {
 	AllowInsecure bool
 	// AllowReset enables the sidecar_reset tool.
 	AllowReset bool
+	// AllowErase offers the sidecar_erase tool (an admin tool: erasure of
+	// a subject or of the namespace).
+	AllowErase bool
+	// EncryptionKeyURL, when set, turns on encryption at rest with data
+	// keys wrapped by the key it names (package encryption: base64key://,
+	// file://, vault://, gcpkms://, awskms://). Off when empty.
+	EncryptionKeyURL string
+	// PreviousKeyURLs are key URLs that only unwrap, during a rotation of
+	// the key-encryption key (state-sidecar keys rewrap).
+	PreviousKeyURLs []string
 
 	// ClaimTTL is the default claim TTL of workflow_claim.
 	ClaimTTL time.Duration

@@ -103,6 +103,52 @@ func runCopy(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	for _, n := range rep.Namespaces {
+		if n.Namespace == state.KeysNamespace {
+			continue // an object store names the key table too: copied as it is
+		}
+		k, err := copyKeys(ctx, state.DriverKeyTable(from.Driver()), state.DriverKeyTable(to.Driver()), n.Namespace)
+		if err != nil {
+			return fmt.Errorf("namespace %q: copying its data keys: %w", n.Namespace, err)
+		}
+		if k > 0 {
+			fmt.Fprintf(env.Stdout, "namespace %q: %d wrapped data key sets copied (the target needs the same STATE_ENCRYPTION_KEY_URL)\n", n.Namespace, k)
+		}
+	}
 	fmt.Fprintf(env.Stdout, "Copied %s to %s.\n", redact(urls[0]), redact(urls[1]))
 	return nil
+}
+
+// copyKeys copies the wrapped data key sets of namespace ns (its own and
+// its subjects', encryption at rest) from one key table to another, as
+// they are: records are copied sealed, and without their keys they could
+// not be read. It returns how many it copied; a key set the target has
+// already, the same, is not an error.
+func copyKeys(ctx context.Context, from, to state.KeyTable, ns string) (int, error) {
+	names, err := from.List(ctx, ns+"/")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range append([]string{ns}, names...) {
+		v, _, err := from.Get(ctx, name)
+		if errors.Is(err, state.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		ok, err := to.Put(ctx, name, v, 0)
+		if err != nil {
+			return n, err
+		}
+		if !ok {
+			if cur, _, err := to.Get(ctx, name); err != nil || string(cur) != string(v) {
+				return n, fmt.Errorf("the target has other data keys for %q", name)
+			}
+			continue
+		}
+		n++
+	}
+	return n, nil
 }

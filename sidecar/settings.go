@@ -200,6 +200,40 @@ var settings = []setting{
 	{env: "SIDECAR_ALLOW_RESET", flag: "allow-reset", isBool: true, usage: "enable the sidecar_reset tool",
 		show: func(c *Config) string { return strconv.FormatBool(c.AllowReset) },
 		set:  func(c *Config, v string) error { return parseBool(&c.AllowReset, v) }},
+	{env: "SIDECAR_ALLOW_ERASE", flag: "allow-erase", isBool: true, usage: "offer the sidecar_erase tool (admin: erase a subject or the namespace)",
+		show: func(c *Config) string { return strconv.FormatBool(c.AllowErase) },
+		set:  func(c *Config, v string) error { return parseBool(&c.AllowErase, v) }},
+	{env: "STATE_ENCRYPTION_KEY_URL", flag: "encryption-key-url",
+		usage: "encrypt values, outputs, contexts and history payloads at rest, with per-namespace keys wrapped by this key: " +
+			"base64key://<base64 of 32 bytes>, file:///path, vault://host:port/transit/keys/name, gcpkms://projects/..., awskms://key?region=r (off when empty)",
+		show: func(c *Config) string { return showKeyURL(c.EncryptionKeyURL) },
+		set: func(c *Config, v string) error {
+			if c.EncryptionKeyURL = strings.TrimSpace(v); c.EncryptionKeyURL == "off" {
+				c.EncryptionKeyURL = ""
+			}
+			return nil
+		}},
+	{env: "STATE_ENCRYPTION_PREVIOUS_KEY_URLS", flag: "encryption-previous-key-urls",
+		usage: "comma-separated key URLs that only unwrap, while the key of STATE_ENCRYPTION_KEY_URL replaces them (state-sidecar keys rewrap)",
+		show: func(c *Config) string {
+			if len(c.PreviousKeyURLs) == 0 {
+				return "none"
+			}
+			shown := make([]string, len(c.PreviousKeyURLs))
+			for i, u := range c.PreviousKeyURLs {
+				shown[i] = showKeyURL(u)
+			}
+			return strings.Join(shown, ",")
+		},
+		set: func(c *Config, v string) error {
+			c.PreviousKeyURLs = nil
+			for _, u := range strings.Split(v, ",") {
+				if u = strings.TrimSpace(u); u != "" && u != "none" {
+					c.PreviousKeyURLs = append(c.PreviousKeyURLs, u)
+				}
+			}
+			return nil
+		}},
 
 	{env: "SIDECAR_CLAIM_TTL_SECONDS", flag: "claim-ttl-seconds", usage: "default claim TTL of workflow_claim",
 		show: func(c *Config) string { return showSeconds(c.ClaimTTL) },
@@ -399,4 +433,23 @@ func parseInt(dst *int, v string) error {
 	}
 	*dst = int(n)
 	return nil
+}
+
+// showKeyURL shows a key URL without its secret: its scheme, and the
+// key's name for a KMS (which is no secret).
+func showKeyURL(u string) string {
+	if u == "" {
+		return "off"
+	}
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return "(invalid)"
+	}
+	switch scheme {
+	case "base64key":
+		return "base64key://(hidden)"
+	case "file", "vault", "vaults", "gcpkms", "awskms":
+		return scheme + "://" + rest
+	}
+	return scheme + "://(hidden)"
 }

@@ -59,7 +59,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 	s.log = limitLogs(log, s.metrics.reg) // logs.go: a flood logs a bounded number of lines
 	log = s.log
 	s.hardStop, s.hardCancel = context.WithCancel(context.Background())
-	s.store, err = state.DefaultURLMux().Open(ctx, u, s.storeOptions())
+	opts := s.storeOptions()
+	if opts.Encryption, err = openEncryption(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	s.store, err = state.DefaultURLMux().Open(ctx, u, opts)
 	if errors.Is(err, sqlitestate.ErrPythonDatabase) {
 		return nil, pythonDatabaseError(cfg)
 	}
@@ -86,6 +90,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 	s.mcp = mcpadapter.NewServer(s.store, &mcpadapter.Options{
 		Authorize:      s.authorize,
 		AllowReset:     cfg.AllowReset,
+		AllowErase:     cfg.AllowErase,
 		ClaimTTL:       cfg.ClaimTTL,
 		Observe:        s.metrics.ObserveTool,
 		Logger:         log,

@@ -45,6 +45,28 @@ func Run(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 	})
 }
 
+// RunEncrypted runs the store semantics of the suite (not the driver
+// contract, which is below encryption) on stores with encryption at rest
+// enc (state.Options.Encryption), through the driver's fast paths and
+// through the portable fallbacks: sealing at the gate must change nothing
+// a caller sees.
+func RunEncrypted(t *testing.T, newDriver func(t *testing.T) backend.Driver, enc state.Encryption) {
+	withEnc := func(t *testing.T) backend.Driver { return encrypted{newDriver(t), enc} }
+	t.Run("Store", func(t *testing.T) { runStore(t, withEnc) })
+	t.Run("StoreFallback", func(t *testing.T) {
+		runStore(t, func(t *testing.T) backend.Driver {
+			d := newDriver(t)
+			return encrypted{HideOptional(d), enc}
+		})
+	})
+}
+
+// encrypted marks a driver whose stores the suite opens with encryption.
+type encrypted struct {
+	backend.Driver
+	enc state.Encryption
+}
+
 // HideOptional returns d with only the methods of backend.Driver, so that
 // package state takes its portable fallbacks instead of d's fast paths.
 func HideOptional(d backend.Driver) backend.Driver { return plainDriver{d} }
@@ -103,7 +125,12 @@ func runStore(t *testing.T, newDriver func(t *testing.T) backend.Driver) {
 
 func newStoreEnv(t *testing.T, newDriver func(t *testing.T) backend.Driver) storeEnv {
 	clk := statetest.NewClock()
-	st, err := state.New(newDriver(t), &state.Options{Clock: yieldingClock{clk}, SweepInterval: -1, Namespace: newNS()})
+	d := newDriver(t)
+	o := &state.Options{Clock: yieldingClock{clk}, SweepInterval: -1, Namespace: newNS()}
+	if e, ok := d.(encrypted); ok {
+		d, o.Encryption = e.Driver, e.enc
+	}
+	st, err := state.New(d, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,11 @@ func dumpStory(t *testing.T, d, via backend.Driver, ns string) []string {
 	served := func(native bool, op string, f func() error) error {
 		t.Helper()
 		var err error
-		if got := calls.During(func() { err = f() }); native && !slices.Equal(got, []string{op}) {
+		got := calls.During(func() { err = f() })
+		// The store checks the backend's configuration once, in the
+		// background, when it starts: that call may land in any window.
+		got = slices.DeleteFunc(got, func(c string) bool { return c == "check_config" })
+		if native && !slices.Equal(got, []string{op}) {
 			t.Errorf("%s: a call the driver's fast path (%s) serves made the backend calls %v", ns, op, got)
 		}
 		return err

@@ -260,7 +260,11 @@ func TestACallerLeavesTheQueueWhenItsContextEnds(t *testing.T) {
 
 // TestConformanceBatched runs the conformance suite with one sender of
 // each kind, so that its concurrent tests (the linearizability models of
-// claims and leases among them) have their calls batched.
+// claims and leases among them) have their calls batched, and with every
+// claim and lease call made alone sent through the batch's script too, so
+// that the suite's byte-for-byte checks against package state's portable
+// code cover that script as TestConformance covers the scripts of lone
+// calls.
 func TestConformanceBatched(t *testing.T) {
 	rdb := sharedClient(t)
 	backendtest.Run(t, func(t *testing.T) backend.Driver {
@@ -269,6 +273,7 @@ func TestConformanceBatched(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		redisstate.BatchAlways(d)
 		t.Cleanup(func() {
 			_ = d.Close()
 			if err := redistest.Purge(context.Background(), rdb, prefix); err != nil {

@@ -28,17 +28,21 @@ func leaseArgs(args []any, q *backend.LeaseQuery) []any {
 	return append(args, int(q.Action), q.Resource, q.Holder, ttlMs(q.TTL), backend.LeaseKey(q.Resource), holder)
 }
 
-// leaseReply decodes the script's reply to lease call q.
+// leaseReply decodes the script's reply to lease call q: ok and takeover
+// as digits, now (8 bytes, little-endian), then the lease record, if any.
 func leaseReply(q *backend.LeaseQuery, v any) (backend.LeaseResult, error) {
-	s, err := asSlice(v)
-	if err != nil || len(s) != 4 {
-		return backend.LeaseResult{}, fmt.Errorf("unexpected reply (%d elements): %v", len(s), err)
+	s, ok := v.(string)
+	if !ok || len(s) < 10 || (s[0] != '0' && s[0] != '1') || (s[1] != '0' && s[1] != '1') {
+		return backend.LeaseResult{}, fmt.Errorf("unexpected reply %T %.2q", v, s)
 	}
-	ok, _ := asInt(s[0])
-	nowMs, _ := asInt(s[1])
-	takeover, _ := asInt(s[2])
-	res := backend.LeaseResult{OK: ok == 1, Takeover: takeover == 1, Now: msTime(q.Now, nowMs)}
-	if res.Lease, err = toRecord(backend.LeaseKey(q.Resource), s[3], nowMs); err != nil {
+	nowMs := le64(s[2:])
+	res := backend.LeaseResult{OK: s[0] == '1', Takeover: s[1] == '1', Now: msTime(q.Now, nowMs)}
+	var rec any
+	if len(s) > 10 {
+		rec = s[10:]
+	}
+	var err error
+	if res.Lease, err = toRecord(backend.LeaseKey(q.Resource), rec, nowMs); err != nil {
 		return backend.LeaseResult{}, err
 	}
 	return res, nil

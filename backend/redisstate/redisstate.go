@@ -35,7 +35,11 @@
 // that do nothing they do not need, and every redis.call and every helper a
 // script defines costs: Get reads Redis's clock only for a record that can
 // expire, and Set, the commonest commit (one put and its own history
-// event), skips the generic commit's bookkeeping.
+// event), skips the generic commit's bookkeeping. The Gets, claims and
+// lease calls of one namespace that wait at the same moment share one
+// script call (batch.go, Options.Senders and MaxBatch), so that concurrent
+// callers share a script's start and its reads and writes of the
+// namespace's counters, history list and channel.
 //
 // Revisions (versions, fences) and event ids count per namespace: a global
 // counter would put every namespace in one slot. The revision counter and
@@ -171,10 +175,10 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts *Options) (*Driver
 	d := &Driver{rdb: rdb, prefix: o.Prefix, registry: "{" + o.Prefix + "}:namespaces", own: o.CloseClient}
 	d.gets = &batcher[string, backend.Record]{d: d, script: getScript, args: getArgs,
 		reply: getReply, op: "get", limit: o.Senders, max: o.MaxBatch}
-	d.claims = &batcher[*backend.ClaimQuery, backend.ClaimResult]{d: d, script: claimScript, args: claimArgs,
-		reply: claimReply, op: "claim", limit: o.Senders, max: o.MaxBatch}
-	d.leases = &batcher[*backend.LeaseQuery, backend.LeaseResult]{d: d, script: leaseScript, args: leaseArgs,
-		reply: leaseReply, op: "lease", limit: o.Senders, max: o.MaxBatch}
+	d.claims = &batcher[*backend.ClaimQuery, backend.ClaimResult]{d: d, script: claimScript, one: claimOneScript,
+		args: claimArgs, reply: claimReply, op: "claim", limit: o.Senders, max: o.MaxBatch}
+	d.leases = &batcher[*backend.LeaseQuery, backend.LeaseResult]{d: d, script: leaseScript, one: leaseOneScript,
+		args: leaseArgs, reply: leaseReply, op: "lease", limit: o.Senders, max: o.MaxBatch}
 	if err := d.load(ctx); err != nil {
 		return nil, fmt.Errorf("redisstate: connecting to Redis: %w", err)
 	}

@@ -48,6 +48,10 @@ var (
 	claimLua string
 	//go:embed lua/lease.lua
 	leaseLua string
+	//go:embed lua/claimone.lua
+	claimOneLua string
+	//go:embed lua/leaseone.lua
+	leaseOneLua string
 
 	getScript     = redis.NewScript(getLua)
 	setScript     = redis.NewScript(setLua)
@@ -61,9 +65,13 @@ var (
 	trimScript    = redis.NewScript(baseLua + evLua + trimLua)
 	claimScript   = redis.NewScript(layoutNames.Replace(claimLua))
 	leaseScript   = redis.NewScript(leaseLua)
+	// A claim or lease call made alone takes a script of its own, which
+	// spares it the batch's tables (batch.go).
+	claimOneScript = redis.NewScript(layoutNames.Replace(claimOneLua))
+	leaseOneScript = redis.NewScript(leaseOneLua)
 
 	allScripts = []*redis.Script{getScript, setScript, commitScript, getManyScript, listScript, countScript,
-		historyScript, resetScript, sweepScript, trimScript, claimScript, leaseScript}
+		historyScript, resetScript, sweepScript, trimScript, claimScript, leaseScript, claimOneScript, leaseOneScript}
 )
 
 // layoutNames spells out in a script the names of the record layout's

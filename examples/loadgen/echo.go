@@ -12,8 +12,8 @@ import (
 // echoName is the -backends name of the bare mcp-go server.
 const echoName = "echo"
 
-// startEcho starts the yardstick: a bare mcp-go server with the workload's
-// two tool names, each answering with the arguments it got as text, over
+// startEcho starts the yardstick: a bare mcp-go server with the workloads'
+// tool names, each answering with the arguments it got as text, over
 // the same stateless Streamable HTTP as the sidecar. The sidecar's calls/s
 // divided by this server's is the share of the MCP path it keeps.
 func startEcho() (*inProcess, error) {
@@ -25,6 +25,14 @@ func startEcho() (*inProcess, error) {
 		s.AddTool(mcp.NewTool(name, mcp.WithDescription("echo the arguments"),
 			mcp.WithString("key", mcp.Required()), mcp.WithObject("value")), echo)
 	}
+	// The claim workload's tools: workflow_create answers a run id, and
+	// workflow_claim echoes its arguments.
+	s.AddTool(mcp.NewTool("workflow_create", mcp.WithDescription("answer a run id"), mcp.WithString("name", mcp.Required())),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultStructured(map[string]any{"run_id": "echo-run"}, `{"run_id":"echo-run"}`), nil
+		})
+	s.AddTool(mcp.NewTool("workflow_claim", mcp.WithDescription("echo the arguments"),
+		mcp.WithString("run_id", mcp.Required()), mcp.WithString("agent_id", mcp.Required())), echo)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(s, server.WithStateLess(true), server.WithDisableStreaming(true)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

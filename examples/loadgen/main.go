@@ -81,7 +81,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		"with -<backend>-<round>.pprof appended")
 	fs.StringVar(&o.serve, serveFlag, "", "(internal) serve this backend on a loopback port, print its URL, and serve until stdin closes")
 	clients := fs.String("clients", "1,16,64", "numbers of concurrent clients, comma-separated")
-	fs.StringVar(&o.workload, "workload", workloadMixed, "mixed (state_set and state_get alternating) or set (state_set only)")
+	fs.StringVar(&o.workload, "workload", workloadMixed, "mixed (state_set and state_get alternating), set (state_set only) or claim (workflow_claim of a run of each worker's, "+
+		"by the same agent: a heartbeat; the run is created in the warm-up)")
 	fs.DurationVar(&o.duration, "duration", 500*time.Millisecond, "measuring time per row")
 	fs.DurationVar(&o.warmup, "warmup", 100*time.Millisecond, "unmeasured time before each row")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (client and in-process sidecar) to this file")
@@ -113,8 +114,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.separate {
 		o.store = false // the Store lives in the server process
 	}
-	if o.workload != workloadMixed && o.workload != workloadSet {
-		return o, fmt.Errorf("-workload: %q is not mixed or set", o.workload)
+	if o.workload != workloadMixed && o.workload != workloadSet && o.workload != workloadClaim {
+		return o, fmt.Errorf("-workload: %q is not mixed, set or claim", o.workload)
 	}
 	if o.duration <= 0 || o.warmup < 0 || o.rounds < 1 {
 		return o, errors.New("-duration and -rounds must be positive and -warmup not negative")

@@ -47,6 +47,20 @@ func TestRunSeparate(t *testing.T) {
 	}
 }
 
+// -workload claim: each worker creates a run and claims it again and
+// again, in process and over MCP, and against echo; no call fails.
+func TestRunClaims(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"-workload", "claim", "-backends", "sqlite,echo", "-clients", "1,3", "-duration", "50ms", "-warmup", "20ms"}, &out, io.Discard)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Logf("\n%s", out.String())
+	if n := strings.Count(out.String(), " mcp-http "); n != 4 {
+		t.Errorf("%d mcp-http rows, want 4", n)
+	}
+}
+
 // A short run of the whole program: every row is measured and no call fails.
 func TestRun(t *testing.T) {
 	var out bytes.Buffer

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,11 +30,28 @@ import (
 func key(w, n int) string        { return fmt.Sprintf("loadgen/w%d/k%d", w, (n/2)%64) }
 func value(n int) map[string]any { return map[string]any{"n": n, "note": "loadgen"} }
 
-// Workloads: -workload's values.
+// Workloads: -workload's values. With claim, each worker creates a run
+// (its first call, in the warm-up) and then claims it again and again as
+// its one agent: workflow_claim's heartbeat, a durable write of the run
+// and its history entry.
 const (
 	workloadMixed = "mixed"
 	workloadSet   = "set"
+	workloadClaim = "claim"
 )
+
+// runs holds each worker's run for the claim workload, by worker.
+type runs struct{ m sync.Map }
+
+func (r *runs) get(w int) (string, bool) {
+	v, ok := r.m.Load(w)
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+func agentOf(w int) string { return fmt.Sprintf("loadgen-w%d", w) }
 
 // shape maps call n of a workload to the mixed workload's call, whose
 // parity says set (even) or get (odd).
@@ -46,7 +64,20 @@ func shape(workload string, n int) int {
 
 // storeCaller calls the Store in-process: the baseline.
 func storeCaller(st *state.Store, workload string) caller {
+	var rs runs
 	return func(ctx context.Context, w, n int) error {
+		if workload == workloadClaim {
+			id, ok := rs.get(w)
+			if !ok {
+				r, err := st.CreateRun(ctx, "loadgen", nil)
+				if err == nil {
+					rs.m.Store(w, r.ID)
+				}
+				return err
+			}
+			_, err := st.ClaimRun(ctx, id, agentOf(w))
+			return err
+		}
 		n = shape(workload, n)
 		if n%2 == 0 {
 			_, err := st.Set(ctx, key(w, n), value(n))
@@ -59,9 +90,34 @@ func storeCaller(st *state.Store, workload string) caller {
 
 // mcpCaller makes the same calls as tools over MCP, worker w on clients[w].
 func mcpCaller(clients []*client.Client, workload string) caller {
+	var rs runs
 	return func(ctx context.Context, w, n int) error {
-		n = shape(workload, n)
 		var req mcp.CallToolRequest
+		if workload == workloadClaim {
+			id, ok := rs.get(w)
+			if ok {
+				req.Params.Name, req.Params.Arguments = "workflow_claim", map[string]any{"run_id": id, "agent_id": agentOf(w)}
+			} else {
+				req.Params.Name, req.Params.Arguments = "workflow_create", map[string]any{"name": "loadgen"}
+			}
+			res, err := clients[w].CallTool(ctx, req)
+			if err != nil {
+				return err
+			}
+			if res.IsError {
+				return fmt.Errorf("%s: tool error: %v", req.Params.Name, res.Content)
+			}
+			if !ok {
+				m, _ := res.StructuredContent.(map[string]any)
+				id, _ := m["run_id"].(string)
+				if id == "" {
+					return fmt.Errorf("workflow_create: no run_id in %v", res.StructuredContent)
+				}
+				rs.m.Store(w, id)
+			}
+			return nil
+		}
+		n = shape(workload, n)
 		if n%2 == 0 {
 			req.Params.Name, req.Params.Arguments = "state_set", map[string]any{"key": key(w, n), "value": value(n)}
 		} else {

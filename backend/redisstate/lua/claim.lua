@@ -4,8 +4,9 @@
 -- holds its claim (backend's layout.go), the counter of claimed runs when a
 -- created run becomes claimed, and one history event per claim. The driver
 -- sends the claims of one namespace that wait at the same moment together
--- (batch.go); a claim made alone is a batch of one, so there is one code
--- path. It stands alone and spells out the record and event formats of
+-- (batch.go); a claim made alone goes to claimone.lua, which must decide
+-- and write exactly as this script does for a batch of one (the
+-- conformance suite runs through each). It stands alone and spells out the record and event formats of
 -- rec.lua and ev.lua: it is a hot path, and helpers cost even unused.
 --
 -- Every Lua operation costs here: a call of a library function (a

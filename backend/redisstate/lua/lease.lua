@@ -3,10 +3,11 @@
 -- code in package state (lease.go) and writing the same records and
 -- events. The lease record's writer is the holder and its create revision
 -- the fence. The driver sends the lease calls of one namespace that wait
--- at the same moment together (batch.go); a call made alone is a batch of
--- one, so there is one code path. It stands alone and spells out the
--- record and event formats of rec.lua and ev.lua: it is a hot path, and
--- helpers cost even unused.
+-- at the same moment together (batch.go); a call made alone goes to
+-- leaseone.lua, which must decide and write exactly as this script does
+-- for a batch of one (the conformance suite runs through each). It stands
+-- alone and spells out the record and event formats of rec.lua and ev.lua:
+-- it is a hot path, and helpers cost even unused.
 --
 -- A batch shares what it can: one TIME, one MGET of every lease and
 -- counter, one MSET of every record written (the revision counter too),
@@ -21,9 +22,11 @@
 -- ARGV: now ('' for Redis's clock), then per call: action (1 acquire, 2
 -- renew, 3 release), resource, holder, TTL ms, lease record key, holder as
 -- Go's encoding/json writes it.
--- Reply: per call {ok 0|1, now, takeover 0|1, lease record packed (false:
--- none)}: the lease after the action when ok (before it, for a release),
--- otherwise the live lease that prevented it, if any.
+-- Reply: per call one string, ok and takeover as digits (0 or 1), now
+-- (struct '<i8'), then the lease record packed, if any: the lease after
+-- the action when ok (before it, for a release), otherwise the live lease
+-- that prevented it. A string rather than a table: Redis and go-redis both
+-- spend less on it.
 local B = KEYS[1]
 local REV = B .. ':rev'
 local now = ARGV[1]
@@ -33,6 +36,7 @@ if now == '' then
 else
   now = tonumber(now)
 end
+local nowp = struct.pack('<i8', now)
 local n = (#ARGV - 1) / 6
 
 -- The counters of removed events and revisions, and every lease.
@@ -70,10 +74,10 @@ local function lease(rk, act, res, holder, ttls, hj0)
   end
   local mine = isLive and w == holder
   -- Release and renew need the caller's live lease; acquire needs a free one.
-  if not mine and (act ~= '1' or isLive) then return {0, now, 0, isLive and r} end
+  if not mine and (act ~= '1' or isLive) then return '00' .. nowp .. (isLive and r or '') end
 
   rev = rev + 1
-  local prev, op, takeover, value = '', 'lease.release', 0, ''
+  local prev, op, takeover, value = '', 'lease.release', '0', ''
   if isLive or (r and w ~= holder) then -- the lease as it was, live or taken over
     local hj = hj0
     if w ~= holder then -- a former holder, encoded as Go's encoding/json would
@@ -99,7 +103,7 @@ local function lease(rk, act, res, holder, ttls, hj0)
     if mine then
       if act == '2' then op = 'lease.renew' end
     else
-      if r and w ~= holder then op, takeover = 'lease.takeover', 1 end
+      if r and w ~= holder then op, takeover = 'lease.takeover', '1' end
       fence = 0
     end
     local nx = now + tonumber(ttls)
@@ -111,7 +115,7 @@ local function lease(rk, act, res, holder, ttls, hj0)
   if not touched[rk] then touched[rk] = true; order[#order + 1] = rk end
   evs[#evs + 1] = struct.pack('<i8i8i4i4i4i4i4', rev, now, #res, #op, #holder, #value, #prev) .. res .. op .. holder .. value .. prev
   hks[#hks + 1] = B .. ':h:' .. res
-  return {1, now, takeover, lr}
+  return '1' .. takeover .. nowp .. lr
 end
 
 local out = {}
