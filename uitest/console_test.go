@@ -97,6 +97,7 @@ func TestConsoleRunsClaimsAndActions(t *testing.T) {
 		// One run: its claim, checkpoints and history.
 		p.click(row + " td a")
 		p.seenText("#run-agent", "agent-7")
+		p.seenText("#ancestors", "review-pr-42") // its family: the parent above it
 		p.seenText("#outputs", "finding 2")
 		p.seenText("#history", "checkpointed")
 		p.unseen("#outputs pre") // the JSON is collapsed until clicked
