@@ -38,10 +38,10 @@ const (
 //	once.start, once.done                 Once took the lease on an effect / recorded its
 //	                                      result (Value: the result)
 //	erase.namespace, erase.subject        an erasure's tombstone (erase.go): Value
-//	                                      {"records","events","keys_destroyed"}, AgentID the
-//	                                      principal who erased, Key the subject
+//	                                      {"records","events","keys_destroyed"}, Principal
+//	                                      who erased, Key the subject
 //	keys.rotate, keys.reencrypt,          key management (erase.go): Value {"primary"},
-//	keys.retire                           {"records"}, {"retired"}; AgentID the principal
+//	keys.retire                           {"records"}, {"retired"}; Principal who did it
 //	erased                                an event whose payload was sealed with the keys of
 //	                                      an erased subject: shown without key or payload
 //

@@ -60,12 +60,17 @@ func (c *fakeClock) Add(d time.Duration) {
 // openSQLite opens an encrypted store over a new SQLite file.
 func openSQLite(t testing.TB, path, keyURL string, opts *state.Options) (*state.Store, backend.Driver) {
 	t.Helper()
-	ctx := context.Background()
-	d, err := sqlitestate.Open(ctx, path, nil)
+	enc, err := encryption.Open(context.Background(), keyURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, err := encryption.Open(ctx, keyURL)
+	return openSQLiteWith(t, path, enc, opts)
+}
+
+// openSQLiteWith opens a store over a new SQLite file encrypted by enc.
+func openSQLiteWith(t testing.TB, path string, enc *encryption.Keyring, opts *state.Options) (*state.Store, backend.Driver) {
+	t.Helper()
+	d, err := sqlitestate.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +317,15 @@ func mustKeyring(t testing.TB, url string) *encryption.Keyring {
 func TestRotateReencryptRetire(t *testing.T) {
 	ctx := context.Background()
 	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	st, _ := openSQLite(t, filepath.Join(t.TempDir(), "enc.db"), newKeyURL(t), &state.Options{Clock: clk, HistoryMaxAge: time.Hour})
+	kek, err := encryption.OpenKEK(ctx, newKeyURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encryption.New(encryption.Config{KEK: kek, Clock: clk, RefreshInterval: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := openSQLiteWith(t, filepath.Join(t.TempDir(), "enc.db"), enc, &state.Options{Clock: clk, HistoryMaxAge: time.Hour})
 	writeEverything(t, st)
 	keys, err := st.Keys(ctx)
 	if err != nil || len(keys) != 1 || !keys[0].Primary || keys[0].Records == 0 {
@@ -366,6 +379,12 @@ func TestRotateReencryptRetire(t *testing.T) {
 	if _, err := st.Set(ctx, "profile", map[string]string{"v": secretValue + "-3"}); err != nil {
 		t.Fatal(err)
 	}
+	// Nothing uses it now, but another replica may still seal with it
+	// until a refresh interval (3h here) after it stopped being primary.
+	if err := st.RetireKey(ctx, old); !errors.Is(err, state.ErrKeyInUse) || errors.As(err, &inUse) || !strings.Contains(err.Error(), "another replica") {
+		t.Fatalf("RetireKey within the refresh interval of the rotation: %v", err)
+	}
+	clk.Add(2 * time.Hour)
 	if err := st.RetireKey(ctx, old); err != nil {
 		t.Fatalf("RetireKey after Reencrypt and history aged out: %v", err)
 	}
@@ -450,7 +469,7 @@ func TestEraseSubject(t *testing.T) {
 		t.Fatalf("history had %d events, has %d after the erasure", len(before), len(after))
 	}
 	tomb := after[0]
-	if tomb.Op != state.OpEraseSubject || tomb.Key != "alice" || tomb.AgentID != "admin@example.com" || tomb.Time.IsZero() {
+	if tomb.Op != state.OpEraseSubject || tomb.Key != "alice" || tomb.Principal != "admin@example.com" || tomb.Time.IsZero() {
 		t.Errorf("tombstone = %+v", tomb)
 	}
 	erased := 0
@@ -581,7 +600,7 @@ func TestEraseNamespaceShredsBackups(t *testing.T) {
 		t.Errorf("Get after the erasure: %v", err)
 	}
 	evs, err := st.History(ctx, state.HistoryQuery{})
-	if err != nil || len(evs) != 1 || evs[0].Op != state.OpEraseNamespace || evs[0].AgentID != "ops" {
+	if err != nil || len(evs) != 1 || evs[0].Op != state.OpEraseNamespace || evs[0].Principal != "ops" {
 		t.Errorf("history after the erasure = %+v, %v", evs, err)
 	}
 	if e, err := other.Get(ctx, "kept"); err != nil || string(e.Value) != `"b's"` {

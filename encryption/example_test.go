@@ -37,7 +37,7 @@ func Example() {
 	e, _ = st.Get(ctx, "team/plan")
 	fmt.Println(string(e.Value))
 	h, _ := st.History(ctx, state.HistoryQuery{Limit: 1})
-	fmt.Println(h[0].Op, h[0].Key, h[0].AgentID, string(h[0].Value))
+	fmt.Println(h[0].Op, h[0].Key, h[0].Principal, string(h[0].Value))
 	// Output:
 	// {"name":"Ada"}
 	// records erased: 1 keys destroyed: true

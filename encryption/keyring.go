@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -39,6 +40,10 @@ type Config struct {
 	// here, Rewrap wraps every key set with the new one, then the old one
 	// can go.
 	PreviousKEKs []tink.AEADWithContext
+	// Clock dates the demotion of a primary key, after which RetireKey
+	// waits a RefreshInterval. Defaults to the process clock; tests set
+	// the store's.
+	Clock state.Clock
 }
 
 // Keyring is a state.Encryption: Options.Encryption takes it.
@@ -51,6 +56,9 @@ func New(cfg Config) (*Keyring, error) {
 	}
 	if cfg.RefreshInterval <= 0 {
 		cfg.RefreshInterval = DefaultRefreshInterval
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = state.ClockFunc(time.Now)
 	}
 	return &Keyring{cfg: cfg}, nil
 }
@@ -85,7 +93,8 @@ func (k *Keyring) Bind(table state.KeyTable) (state.Cipher, error) {
 }
 
 func (k *Keyring) bind(table state.KeyTable) *cipher {
-	return &cipher{kek: k.cfg.KEK, previous: k.cfg.PreviousKEKs, table: table, refresh: k.cfg.RefreshInterval, sets: map[state.KeyScope]*loaded{}}
+	return &cipher{kek: k.cfg.KEK, previous: k.cfg.PreviousKEKs, table: table, refresh: k.cfg.RefreshInterval,
+		clock: k.cfg.Clock, sets: map[state.KeyScope]*loaded{}}
 }
 
 // Rewrap wraps with the Keyring's KEK every key set of table that a
@@ -126,7 +135,7 @@ func (k *Keyring) Rewrap(ctx context.Context, table state.KeyTable) (int, error)
 			if err != nil {
 				return n, err
 			}
-			l := &loaded{version: ver, erased: st.Erased}
+			l := &loaded{version: ver, erased: st.Erased, demoted: st.Demoted}
 			if err := l.use(h); err != nil {
 				return n, err
 			}
@@ -149,6 +158,7 @@ type cipher struct {
 	previous []tink.AEADWithContext
 	table    state.KeyTable
 	refresh  time.Duration
+	clock    state.Clock
 
 	mu   sync.RWMutex
 	sets map[state.KeyScope]*loaded
@@ -162,7 +172,9 @@ type loaded struct {
 	// erased is set when the scope's keys were destroyed; a key set made
 	// after that keeps it, so that what was sealed before reads as erased.
 	erased bool
-	at     time.Time
+	// demoted is stored.Demoted.
+	demoted map[uint32]int64
+	at      time.Time
 }
 
 // stored is a key table value: a wrapped key set, or the tombstone an
@@ -173,6 +185,10 @@ type stored struct {
 	// with the scope's name as associated data.
 	Keyset []byte `json:"keyset,omitempty"`
 	Erased bool   `json:"erased,omitempty"`
+	// Demoted holds, for each key that was primary, when it stopped being
+	// (Unix ms): RetireKey waits a refresh interval after that, until no
+	// replica can still seal with it.
+	Demoted map[uint32]int64 `json:"demoted,omitempty"`
 }
 
 // tableName returns the key table name of scope: the namespace, then the
@@ -203,7 +219,7 @@ func (c *cipher) read(ctx context.Context, s state.KeyScope) (*loaded, error) {
 	if err := json.Unmarshal(v, &st); err != nil {
 		return nil, fmt.Errorf("encryption: the key set of %q: %w", name, err)
 	}
-	l := &loaded{version: ver, erased: st.Erased, at: time.Now()}
+	l := &loaded{version: ver, erased: st.Erased, demoted: st.Demoted, at: time.Now()}
 	if len(st.Keyset) == 0 {
 		return l, nil
 	}
@@ -251,7 +267,7 @@ func (c *cipher) write(ctx context.Context, s state.KeyScope, l *loaded) (bool, 
 
 // writeName is write by the key table name.
 func (c *cipher) writeName(ctx context.Context, name string, l *loaded) (bool, error) {
-	st := stored{Format: 1, Erased: l.erased}
+	st := stored{Format: 1, Erased: l.erased, Demoted: l.demoted}
 	if l.handle != nil {
 		var buf bytes.Buffer
 		if err := l.handle.WriteWithContext(ctx, keyset.NewBinaryWriter(&buf), c.kek, kekAAD(name)); err != nil {
@@ -410,7 +426,7 @@ func (c *cipher) Keys(ctx context.Context, s state.KeyScope) ([]state.KeyInfo, e
 // change applies fn to a fresh copy of scope's key set (creating one when
 // it has none) and stores the result, retrying when another replica
 // changed it meanwhile.
-func (c *cipher) change(ctx context.Context, s state.KeyScope, fn func(m *keyset.Manager) error) (*loaded, error) {
+func (c *cipher) change(ctx context.Context, s state.KeyScope, fn func(m *keyset.Manager, l *loaded) error) (*loaded, error) {
 	for {
 		l, err := c.read(ctx, s)
 		if err != nil {
@@ -426,7 +442,7 @@ func (c *cipher) change(ctx context.Context, s state.KeyScope, fn func(m *keyset
 		} else {
 			m = keyset.NewManagerFromHandle(l.handle)
 		}
-		if err := fn(m); err != nil {
+		if err := fn(m, l); err != nil {
 			return nil, err
 		}
 		h, err := m.Handle()
@@ -453,10 +469,21 @@ func (c *cipher) change(ctx context.Context, s state.KeyScope, fn func(m *keyset
 // RotateKey implements state.Cipher.
 func (c *cipher) RotateKey(ctx context.Context, s state.KeyScope) (state.KeyInfo, error) {
 	var id uint32
-	_, err := c.change(ctx, s, func(m *keyset.Manager) error {
-		var err error
+	_, err := c.change(ctx, s, func(m *keyset.Manager, l *loaded) error {
+		h, err := m.Handle()
+		if err != nil {
+			return err
+		}
+		old := h.KeysetInfo().GetPrimaryKeyId()
 		if id, err = m.Add(aead.AES256GCMKeyTemplate()); err != nil {
 			return err
+		}
+		if l.handle != nil { // a key set made just now demotes nothing
+			l.demoted = maps.Clone(l.demoted)
+			if l.demoted == nil {
+				l.demoted = map[uint32]int64{}
+			}
+			l.demoted[old] = c.clock.Now().UnixMilli()
 		}
 		return m.SetPrimary(id)
 	})
@@ -468,7 +495,7 @@ func (c *cipher) RotateKey(ctx context.Context, s state.KeyScope) (state.KeyInfo
 
 // RetireKey implements state.Cipher.
 func (c *cipher) RetireKey(ctx context.Context, s state.KeyScope, id uint32) error {
-	_, err := c.change(ctx, s, func(m *keyset.Manager) error {
+	_, err := c.change(ctx, s, func(m *keyset.Manager, l *loaded) error {
 		h, err := m.Handle()
 		if err != nil {
 			return err
@@ -477,8 +504,16 @@ func (c *cipher) RetireKey(ctx context.Context, s state.KeyScope, id uint32) err
 		if info.GetPrimaryKeyId() == id {
 			return fmt.Errorf("key %d is the primary key: rotate first", id)
 		}
+		if ms, ok := l.demoted[id]; ok {
+			if until := time.UnixMilli(ms).Add(c.refresh); c.clock.Now().Before(until) {
+				return fmt.Errorf("key %d was the primary key until %s: another replica may still seal with it until %s (Config.RefreshInterval): %w",
+					id, time.UnixMilli(ms).UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339), state.ErrKeyInUse)
+			}
+		}
 		for _, k := range info.GetKeyInfo() {
 			if k.GetKeyId() == id {
+				l.demoted = maps.Clone(l.demoted)
+				delete(l.demoted, id)
 				return m.Delete(id)
 			}
 		}

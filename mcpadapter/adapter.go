@@ -32,6 +32,12 @@ type Options struct {
 	// AdminToolNames): erasure of a subject (encryption at rest needed) or
 	// of the whole namespace. Without it the tool is not offered.
 	AllowErase bool
+	// SubjectFromPrincipal makes the caller's principal (its token's
+	// subject, Caller.Principal) the subject of every write of its calls
+	// (state.ContextWithSubject), so that sidecar_erase with that subject
+	// erases everything the caller's tools wrote. It needs encryption at
+	// rest: without it those writes fail.
+	SubjectFromPrincipal bool
 	// ClaimTTL is the claim TTL workflow_claim uses when the call gives no
 	// claim_ttl_seconds; 0 means the store's own default.
 	ClaimTTL time.Duration

@@ -64,3 +64,29 @@ func TestSidecarErase(t *testing.T) {
 		t.Error("history_log does not show the tombstone")
 	}
 }
+
+func TestSubjectFromPrincipal(t *testing.T) {
+	ctx := context.Background()
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	enc, err := encryption.Open(ctx, "base64key://"+base64.StdEncoding.EncodeToString(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.New(memstate.New(), &state.Options{SweepInterval: -1, Encryption: enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := connect(t, mcpadapter.NewServer(st, &mcpadapter.Options{AllowErase: true, SubjectFromPrincipal: true}, server.WithOutputSchemaValidation()))
+	as := func(p string) context.Context {
+		return mcpadapter.WithCaller(ctx, mcpadapter.Caller{Principal: p, Access: mcpadapter.AccessAdmin})
+	}
+	c.okCtx(as("user-1"), "state_set", `{"key":"a","value":1}`)
+	c.okCtx(as("user-1"), "session_save", `{"session_id":"s","context":{"x":1}}`)
+	c.okCtx(as("user-2"), "state_set", `{"key":"b","value":2}`)
+	equal(t, "erase user-1", c.okCtx(as("admin"), "sidecar_erase", `{"subject":"user-1"}`),
+		`{"ok":true,"erased":"subject","records":2,"events":2,"keys_destroyed":true}`)
+	equal(t, "user-1's key", field(t, c.okCtx(as("admin"), "state_get", `{"key":"a"}`), "found"), "false")
+	equal(t, "user-2's key", field(t, c.okCtx(as("admin"), "state_get", `{"key":"b"}`), "found"), "true")
+}

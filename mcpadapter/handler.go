@@ -115,6 +115,9 @@ func (t *tool) call(ctx context.Context, st *state.Store, o *Options, req mcp.Ca
 		if _, set := state.PrincipalFrom(ctx); !set {
 			ctx = state.WithPrincipal(ctx, c.Principal) // history records who
 		}
+		if o.SubjectFromPrincipal {
+			ctx = state.ContextWithSubject(ctx, c.Principal) // whose data the writes are
+		}
 	}
 	raw, err := rawArguments(req)
 	if err != nil {

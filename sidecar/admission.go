@@ -230,6 +230,40 @@ const MetricAdmissionRefused = "state_sidecar_admission_refused_total"
 type tenant struct {
 	inFlight, longPolls, sessions int
 	limiter                       *rate.Limiter
+	// refusals lets a tenant have a few refusals answered at once; beyond
+	// them, up to maxSlowed at a time are answered after a delay (see
+	// slowDown), so that a client that does not back off sends fewer.
+	refusals *rate.Limiter
+	slowed   int
+}
+
+// Refusals beyond refusalBurst at once and refusalRate a second are
+// answered after slowDelay, maxSlowed of a tenant at a time.
+const (
+	refusalRate  = 10
+	refusalBurst = 20
+	slowDelay    = 500 * time.Millisecond
+	maxSlowed    = 128
+)
+
+// slowDown reports how long to hold the refusal of a request of tenant key
+// before answering it, and the function to call once it is answered.
+func (a *admission) slowDown(key string) (time.Duration, func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.get(key)
+	if t.refusals == nil {
+		t.refusals = rate.NewLimiter(refusalRate, refusalBurst)
+	}
+	if t.refusals.AllowN(a.now(), 1) || t.slowed >= maxSlowed {
+		return 0, func() {}
+	}
+	t.slowed++
+	return slowDelay, func() {
+		a.mu.Lock()
+		t.slowed--
+		a.mu.Unlock()
+	}
 }
 
 // An admission keeps every tenant's share.
@@ -281,13 +315,18 @@ func (a *admission) get(key string) *tenant {
 func (a *admission) forgetIdle() {
 	now := a.now()
 	for k, t := range a.tenants {
-		if t.idle() && (t.limiter == nil || t.limiter.TokensAt(now) >= float64(t.limiter.Burst())) {
+		if t.forgettable(now) {
 			delete(a.tenants, k)
 		}
 	}
 }
 
-func (t *tenant) idle() bool { return t.inFlight == 0 && t.longPolls == 0 && t.sessions == 0 }
+// forgettable reports whether forgetting t changes nothing: it holds
+// nothing, and its limiters are full.
+func (t *tenant) forgettable(now time.Time) bool {
+	full := func(l *rate.Limiter) bool { return l == nil || l.TokensAt(now) >= float64(l.Burst()) }
+	return t.inFlight == 0 && t.longPolls == 0 && t.sessions == 0 && t.slowed == 0 && full(t.limiter) && full(t.refusals)
+}
 
 // A refusal says which limit refused a request and when to try again.
 type refusal struct {
@@ -340,7 +379,7 @@ func (a *admission) admit(key string, k requestKind) (release func(), ref *refus
 			} else {
 				t.inFlight--
 			}
-			if t.idle() && t.limiter == nil {
+			if t.forgettable(a.now()) {
 				delete(a.tenants, key)
 			}
 		})
@@ -399,7 +438,7 @@ func (a *admission) endSession(key string) {
 	defer a.mu.Unlock()
 	if t := a.tenants[key]; t != nil && t.sessions > 0 {
 		t.sessions--
-		if t.idle() && t.limiter == nil {
+		if t.forgettable(a.now()) {
 			delete(a.tenants, key)
 		}
 	}
@@ -417,6 +456,21 @@ func (s *Sidecar) tenantOf(r *http.Request) string {
 		host = r.RemoteAddr
 	}
 	return "ip:" + host
+}
+
+// refuse answers a refused request of tenant, as refuse does, after the
+// delay slowDown says (the request's context ending cuts it short).
+func (s *Sidecar) refuse(w http.ResponseWriter, r *http.Request, tenant string, d decoded, ref *refusal) {
+	if delay, done := s.admit.slowDown(tenant); delay > 0 {
+		defer done()
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
+	refuse(w, d, ref)
 }
 
 // refuse answers a refused request: 429, Retry-After, and a JSON-RPC error

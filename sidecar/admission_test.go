@@ -211,3 +211,36 @@ func TestAdmissionPrecheck(t *testing.T) {
 		t.Fatalf("another tenant: %+v", ref)
 	}
 }
+
+// A tenant's refusals beyond a burst are answered after a delay, at most
+// maxSlowed at a time; another tenant's are not.
+func TestAdmissionSlowDown(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	a := newAdmission(DefaultFairConfig(), prometheus.NewRegistry())
+	a.now = func() time.Time { return now }
+	for i := range refusalBurst {
+		if d, _ := a.slowDown("a"); d != 0 {
+			t.Fatalf("refusal %d within the burst delayed %v", i, d)
+		}
+	}
+	var dones []func()
+	for i := range maxSlowed {
+		d, done := a.slowDown("a")
+		if d != slowDelay {
+			t.Fatalf("refusal %d beyond the burst: delay %v, want %v", refusalBurst+i, d, slowDelay)
+		}
+		dones = append(dones, done)
+	}
+	if d, _ := a.slowDown("a"); d != 0 {
+		t.Fatalf("a refusal beyond %d held at once delayed %v", maxSlowed, d)
+	}
+	if d, _ := a.slowDown("b"); d != 0 {
+		t.Fatalf("another tenant's first refusal delayed %v", d)
+	}
+	dones[0]()
+	if d, done := a.slowDown("a"); d != slowDelay {
+		t.Fatalf("once one ended: delay %v", d)
+	} else {
+		done()
+	}
+}

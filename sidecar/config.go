@@ -96,6 +96,10 @@ type Config struct {
 	// PreviousKeyURLs are key URLs that only unwrap, during a rotation of
 	// the key-encryption key (state-sidecar keys rewrap).
 	PreviousKeyURLs []string
+	// SubjectFromPrincipal makes each caller's principal the subject of
+	// its writes (mcpadapter.Options.SubjectFromPrincipal), so that
+	// sidecar_erase can erase one user's data. Needs EncryptionKeyURL.
+	SubjectFromPrincipal bool
 
 	// ClaimTTL is the default claim TTL of workflow_claim.
 	ClaimTTL time.Duration
@@ -323,6 +327,9 @@ func (l *loader) finish() (Config, error) {
 	}
 	if err := c.checkAuth(); err != nil {
 		return Config{}, err
+	}
+	if c.SubjectFromPrincipal && c.EncryptionKeyURL == "" {
+		return Config{}, fmt.Errorf("%w: SIDECAR_SUBJECT_FROM_PRINCIPAL needs encryption at rest: set STATE_ENCRYPTION_KEY_URL", ErrConfig)
 	}
 	if c.Transport == TransportHTTP && c.MaxRequestBytes < int64(c.Limits.MaxValueBytes) {
 		return Config{}, fmt.Errorf("%w: SIDECAR_MAX_REQUEST_BYTES (%d) is below SIDECAR_MAX_VALUE_BYTES (%d): the largest value could not be sent",

@@ -266,3 +266,41 @@ func dialFrom(src string) func(ctx context.Context, network, addr string) (net.C
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
 	return d.DialContext
 }
+
+// Attack 1 with a token: connections that made one authenticated call and
+// went idle do not shut another client out either: when every place is
+// taken, the oldest idle connection is closed to make room.
+func TestAttackIdleAuthenticatedConnections(t *testing.T) {
+	cfg := memConfig()
+	cfg.Tokens = []Token{{Secret: "tok-a", Namespace: "a"}, {Secret: "tok-b", Namespace: "b"}}
+	cfg.MaxConnections = 16
+	r := startHTTP(t, cfg)
+	addr := strings.TrimPrefix(r.URL, "http://")
+	const idle = 16 // every place
+	for i := range idle {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer tok-a\r\nContent-Type: application/json\r\n"+
+			"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+		_ = conn.SetReadDeadline(time.Now().Add(wait))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("tenant A's call on connection %d: %v %v", i, resp, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		// and then idle, kept alive
+	}
+	for i := range 3 {
+		if code, _, body := victimCall(t, r.URL, "tok-b", setCall(fmt.Sprintf("k%d", i))); code != http.StatusOK {
+			t.Fatalf("tenant B's call %d while %d idle connections of A hold every place: %d %s", i, idle, code, body)
+		}
+	}
+	if n := gatheredCounter(t, r.Metrics(), MetricConnectionsEvicted, evictFull); n == 0 {
+		t.Errorf("%s{reason=%q} is 0", MetricConnectionsEvicted, evictFull)
+	}
+}

@@ -43,9 +43,11 @@ func (s *Sidecar) httpOptions() []server.StreamableHTTPOption {
 }
 
 // routes builds the HTTP handler. A request to /mcp passes, in order: with
-// tracing, the extraction of its trace headers; the metrics; authentication, answered from the headers before any of the body
-// is read; the body, read whole within ReadTimeout and MaxRequestBytes; the
-// cap on requests served at once; mcp-go.
+// tracing, the extraction of its trace headers; the metrics;
+// authentication, answered from the headers before any of the body is read;
+// the body, read whole within ReadTimeout and MaxRequestBytes, decoded once
+// and admitted against its tenant's share (admission.go); the cap on
+// requests served at once; mcp-go.
 func (s *Sidecar) routes() http.Handler {
 	var mcpHandler http.Handler = s.taskFront(s.mcpHTTP)
 	mcpHandler = s.limitConcurrency(mcpHandler)
@@ -85,7 +87,7 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 		tenant := s.tenantOf(r)
 		if ref := s.admit.precheck(tenant); ref != nil {
 			refuseBody(w)
-			refuse(w, decoded{}, ref)
+			s.refuse(w, r, tenant, decoded{}, ref)
 			return
 		}
 		rc := http.NewResponseController(w)
@@ -110,7 +112,7 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 		d := decodeRequest(body)
 		release, ref := s.admit.admit(tenant, d.kind)
 		if ref != nil {
-			refuse(w, d, ref)
+			s.refuse(w, r, tenant, d, ref)
 			return
 		}
 		defer release()
@@ -123,7 +125,7 @@ func (s *Sidecar) readBody(next http.Handler) http.Handler {
 			}
 			if ref := s.admit.reserveSession(tenant); ref != nil {
 				ref.retryAfter = max(s.cfg.SessionIdleTimeout, time.Second)
-				refuse(w, d, ref)
+				s.refuse(w, r, tenant, d, ref)
 				return
 			}
 			defer func() {

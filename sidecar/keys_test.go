@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -207,5 +209,17 @@ func TestCopyCommandCopiesDataKeys(t *testing.T) {
 	// One namespace: its key sets are copied with it.
 	if out := copyTo(filepath.Join(dir, "c.db"), "-namespace", "default"); !strings.Contains(out, "2 wrapped data key sets copied") {
 		t.Errorf("copy -namespace default's report:\n%s", out)
+	}
+}
+
+func TestSubjectFromPrincipalNeedsEncryption(t *testing.T) {
+	vars := map[string]string{"SIDECAR_SUBJECT_FROM_PRINCIPAL": "true"}
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	if _, err := Load(nil, lookup, io.Discard); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "STATE_ENCRYPTION_KEY_URL") {
+		t.Errorf("SIDECAR_SUBJECT_FROM_PRINCIPAL without a key: %v", err)
+	}
+	vars["STATE_ENCRYPTION_KEY_URL"] = newTestKeyURL(t)
+	if c, err := Load(nil, lookup, io.Discard); err != nil || !c.SubjectFromPrincipal {
+		t.Errorf("SIDECAR_SUBJECT_FROM_PRINCIPAL with a key: %+v, %v", c.SubjectFromPrincipal, err)
 	}
 }

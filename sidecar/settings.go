@@ -213,6 +213,10 @@ var settings = []setting{
 			}
 			return nil
 		}},
+	{env: "SIDECAR_SUBJECT_FROM_PRINCIPAL", flag: "subject-from-principal", isBool: true,
+		usage: "make each caller's principal the subject of its writes, for sidecar_erase (needs STATE_ENCRYPTION_KEY_URL)",
+		show:  func(c *Config) string { return strconv.FormatBool(c.SubjectFromPrincipal) },
+		set:   func(c *Config, v string) error { return parseBool(&c.SubjectFromPrincipal, v) }},
 	{env: "STATE_ENCRYPTION_PREVIOUS_KEY_URLS", flag: "encryption-previous-key-urls",
 		usage: "comma-separated key URLs that only unwrap, while the key of STATE_ENCRYPTION_KEY_URL replaces them (state-sidecar keys rewrap)",
 		show: func(c *Config) string {

@@ -88,13 +88,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sidecar, error) {
 		}
 	}
 	s.mcp = mcpadapter.NewServer(s.store, &mcpadapter.Options{
-		Authorize:      s.authorize,
-		AllowReset:     cfg.AllowReset,
-		AllowErase:     cfg.AllowErase,
-		ClaimTTL:       cfg.ClaimTTL,
-		Observe:        s.metrics.ObserveTool,
-		Logger:         log,
-		TracerProvider: cfg.TracerProvider,
+		Authorize:            s.authorize,
+		AllowReset:           cfg.AllowReset,
+		AllowErase:           cfg.AllowErase,
+		SubjectFromPrincipal: cfg.SubjectFromPrincipal,
+		ClaimTTL:             cfg.ClaimTTL,
+		Observe:              s.metrics.ObserveTool,
+		Logger:               log,
+		TracerProvider:       cfg.TracerProvider,
 	}, append(s.taskServerOptions(), s.serverOptions()...)...)
 	if err := s.startTasks(); err != nil {
 		_ = s.store.Close()

@@ -245,6 +245,7 @@ func dropSchema(pgURL, schema string) {
 func serve(ctx context.Context, storeURL string) error {
 	cfg := sidecar.Defaults()
 	cfg.Port, cfg.MaxConnections = 0, 1<<14
+	cfg.Fair.MaxLongPolls = 0 // every waiter is one client, one tenant: no per-tenant cap on its waits
 	switch {
 	case strings.HasPrefix(storeURL, "sqlite://"):
 		cfg.Backend, cfg.DBPath = sidecar.BackendSQLite, strings.TrimPrefix(storeURL, "sqlite://")
