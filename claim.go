@@ -64,7 +64,7 @@ func (s *Store) claimRun(ctx context.Context, id, agent string, o callOptions) (
 		}
 		ttl = o.claimTTL
 	}
-	if s.c.drv.claimer != nil && !audited(ctx, agent) {
+	if s.c.drv.claimer != nil {
 		c, err := s.claimNative(ctx, id, agent, ttl)
 		if !errors.Is(err, backend.ErrSkip) {
 			return c, err
@@ -128,7 +128,8 @@ func (s *Store) claimNative(ctx context.Context, id, agent string, ttl time.Dura
 	defer done()
 	_, now := s.now()
 	ttl = time.Duration(ttlMillis(ttl)) * time.Millisecond // as the portable path rounds it
-	res, err := s.c.drv.ClaimRun(ctx, &backend.ClaimQuery{NS: s.ns, Now: now, RunID: id, AgentID: agent, TTL: ttl})
+	res, err := s.c.drv.ClaimRun(ctx, &backend.ClaimQuery{NS: s.ns, Now: now, RunID: id, AgentID: agent, TTL: ttl,
+		Writer: eventWriter(ctx, agent)})
 	if err != nil {
 		return Claim{}, err
 	}

@@ -101,7 +101,7 @@ func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder s
 		return Lease{}, err
 	}
 	defer done()
-	if s.c.drv.leaser != nil && !audited(ctx, holder) {
+	if s.c.drv.leaser != nil {
 		l, err := s.leaseNative(ctx, act, resource, holder, ttl)
 		if !errors.Is(err, backend.ErrSkip) {
 			return l, err
@@ -164,7 +164,8 @@ func (s *Store) leaseOp(ctx context.Context, act leaseAction, resource, holder s
 func (s *Store) leaseNative(ctx context.Context, act leaseAction, resource, holder string, ttl time.Duration) (Lease, error) {
 	_, now := s.now()
 	actions := [...]backend.LeaseAction{leaseAcquire: backend.LeaseAcquire, leaseRenew: backend.LeaseRenew, leaseRelease: backend.LeaseRelease}
-	res, err := s.c.drv.Lease(ctx, &backend.LeaseQuery{NS: s.ns, Now: now, Action: actions[act], Resource: resource, Holder: holder, TTL: ttl})
+	res, err := s.c.drv.Lease(ctx, &backend.LeaseQuery{NS: s.ns, Now: now, Action: actions[act], Resource: resource, Holder: holder, TTL: ttl,
+		Writer: eventWriter(ctx, holder)})
 	if err != nil {
 		return Lease{}, err
 	}

@@ -15,9 +15,10 @@ type principalKey struct{}
 // AgentID the caller claims. An authenticating server such as the sidecar
 // sets it per request; "" records none.
 //
-// Writes made with a principal take the portable path of ClaimRun and the
-// lease methods rather than a backend's native one, whose history entries
-// could not carry it. A key-value entry written with one records it too.
+// Claims and lease calls made with a principal record it too, through a
+// backend's native path as through the portable one (a backend that cannot
+// record it natively hands the call to the portable path). A key-value
+// entry written with one records it too.
 func WithPrincipal(ctx context.Context, p string) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
@@ -33,13 +34,17 @@ func PrincipalFrom(ctx context.Context) (string, bool) {
 // no change of any backend's schema.
 const writerSep = "\x1f"
 
-// audited reports whether the writes of ctx, by agent, must go through the
-// portable paths that record a principal: when ctx has one, or when the
-// agent id itself holds writerSep (which a native path would store bare,
-// to be read back as a principal).
-func audited(ctx context.Context, agent string) bool {
-	_, ok := PrincipalFrom(ctx)
-	return ok || strings.Contains(agent, writerSep)
+// eventWriter is the Writer a native claim or lease call by agent under
+// ctx must give its history event (backend.ClaimQuery.Writer,
+// backend.LeaseQuery.Writer): "" when that is agent itself, else what the
+// portable path stores, writerOf(agent, the principal), so that an agent
+// id holding writerSep is never read back as a principal.
+func eventWriter(ctx context.Context, agent string) string {
+	p, _ := PrincipalFrom(ctx)
+	if w := writerOf(agent, p); w != agent {
+		return w
+	}
+	return ""
 }
 
 // writerOf is the stored Writer of an event by agent on behalf of

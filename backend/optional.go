@@ -150,11 +150,13 @@ type ServerClock interface {
 //     child run, in the same atomic step.
 //   - The run record is written as a commit writes it: a new revision, its
 //     create revision kept, no writer, UpdatedAt (of the record) now, no
-//     expiry. The event's Key is q.RunID, its Writer q.AgentID.
+//     expiry. The event's Key is q.RunID, its Writer q.Writer (q.AgentID
+//     when q.Writer is empty); the run's AgentID is q.AgentID whatever
+//     q.Writer is.
 //
 // A Claimer may return ErrSkip for a run it cannot claim natively (one it
-// stored in an earlier form, say); package state then claims it with its
-// portable code.
+// stored in an earlier form, say, or a q.Writer it cannot record); package
+// state then claims it with its portable code.
 //
 // Fallback: package state reads the run and commits under a condition on
 // its revision (natively atomic with an Updater).
@@ -171,6 +173,10 @@ type ClaimQuery struct {
 	AgentID string
 	// TTL is how long the claim lives without a heartbeat; it is positive.
 	TTL time.Duration
+	// Writer is the history writer of the event this call appends (package
+	// state's agent id joined with an authenticated principal); empty
+	// means AgentID. It changes nothing but the event's Writer.
+	Writer string
 }
 
 // ClaimOutcome says how a claim ended.
@@ -221,7 +227,8 @@ type ClaimResult struct {
 //     live lease that prevented it, if any.
 //   - Acquire and renew put the record (a new tenure: a new create
 //     revision) with TTL q.TTL; release deletes it. The event's Key is
-//     q.Resource, its Writer the holder, its op EventLeaseAcquire,
+//     q.Resource, its Writer q.Writer (the holder when q.Writer is empty:
+//     the record's Writer is the holder whatever q.Writer is), its op EventLeaseAcquire,
 //     EventLeaseRenew, EventLeaseRelease, or EventLeaseTakeover for an
 //     acquire of a lease whose record is present but expired and held by
 //     another (LeaseResult.Takeover). Its value is LeaseEventOf the lease
@@ -230,8 +237,9 @@ type ClaimResult struct {
 //     it), its previous value LeaseEventOf the lease before it when the
 //     lease was live or taken over.
 //
-// A Leaser may return ErrSkip, having changed nothing; package state then
-// serves the call with its portable code.
+// A Leaser may return ErrSkip, having changed nothing (for a q.Writer it
+// cannot record, say); package state then serves the call with its
+// portable code.
 //
 // Fallback: package state reads the lease and commits under a condition
 // (natively atomic with an Updater).
@@ -259,6 +267,10 @@ type LeaseQuery struct {
 	Holder   string
 	// TTL is the lease's new lifetime (acquire, renew); it is positive.
 	TTL time.Duration
+	// Writer is the history writer of the event this call appends (package
+	// state's holder id joined with an authenticated principal); empty
+	// means Holder. It changes nothing but the event's Writer.
+	Writer string
 }
 
 // LeaseResult is the outcome of a Lease call.

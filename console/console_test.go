@@ -73,7 +73,7 @@ func TestPagesShowWhatTheStoreHolds(t *testing.T) {
 			"/ui/runs?status=running":                 {kid.ID},
 			"/ui/runs?name=secur":                     {kid.ID},
 			"/ui/runs?tag=pr%3D42":                    {parent.ID},
-			"/ui/runs/" + kid.ID:                      {"sql injection", "agent-7", "workflow.checkpoint", "Release claim"},
+			"/ui/runs/" + kid.ID:                      {`id="ancestors"`, "review-pr", "sql injection", "agent-7", "workflow.checkpoint", "Release claim"},
 			"/ui/runs/" + parent.ID:                   {kid.ID, "0/1 finished"},
 			"/ui/leases":                              {"repo/main", "merger"},
 			"/ui/keys?prefix=plan%2F":                 {"plan/42", "planner"},
@@ -94,6 +94,9 @@ func TestPagesShowWhatTheStoreHolds(t *testing.T) {
 		code, body := get(t, srv.URL+"/ui/runs?status=running")
 		is.Equal(code, 200)
 		is.True(!strings.Contains(body, `data-id="`+parent.ID)) // filtered out
+		_, body = get(t, srv.URL+"/ui/runs?claimable=1")
+		is.True(!strings.Contains(body, `data-id="`+kid.ID)) // held: not claimable
+		is.True(strings.Contains(body, "No runs match"))
 		code, _ = get(t, srv.URL+"/ui/runs/wf-000000000000")
 		is.Equal(code, 404)
 	})

@@ -20,6 +20,7 @@ import (
 const (
 	pageSize = 50
 	nameScan = 1000
+	maxDepth = 10 // ancestors shown on a run's page
 )
 
 // overview is the health and counts page.
@@ -56,7 +57,8 @@ type runRow struct {
 // runs lists runs, newest first, filtered by status, tag, parent and name.
 func (c *Console) runs(r *http.Request, st *state.Store, v *view) (string, error) {
 	q := r.URL.Query()
-	rq := state.RunQuery{Status: state.Status(q.Get("status")), ParentID: q.Get("parent"), Cursor: q.Get("cursor"), Limit: pageSize}
+	rq := state.RunQuery{Status: state.Status(q.Get("status")), ParentID: q.Get("parent"), Cursor: q.Get("cursor"), Limit: pageSize,
+		Claimable: q.Get("claimable") != ""}
 	tag := strings.TrimSpace(q.Get("tag"))
 	if tag != "" {
 		k, val, ok := strings.Cut(tag, "=")
@@ -112,11 +114,12 @@ func (c *Console) runs(r *http.Request, st *state.Store, v *view) (string, error
 	v.Title, v.Nav = "Runs", "runs"
 	v.Data = struct {
 		Status, Tag, Name, Parent string
+		Claimable                 bool
 		Statuses                  []state.Status
 		Runs                      []runRow
 		Next                      string
 		Scanned                   int
-	}{string(rq.Status), tag, name, rq.ParentID, state.Statuses, rows, next, scanned}
+	}{string(rq.Status), tag, name, rq.ParentID, rq.Claimable, state.Statuses, rows, next, scanned}
 	return "runs", nil
 }
 
@@ -154,16 +157,27 @@ func (c *Console) run(r *http.Request, st *state.Store, v *view) (string, error)
 	if err != nil {
 		return "", err
 	}
+	// Its ancestors, root first: one point read each, at most maxDepth.
+	var ancestors []state.Run
+	for p := run.ParentID; p != "" && len(ancestors) < maxDepth; {
+		a, err := st.GetRun(ctx, p)
+		if err != nil {
+			break // swept: the chain ends here
+		}
+		ancestors = append([]state.Run{a}, ancestors...)
+		p = a.ParentID
+	}
 	done, total := joinProgress(run.Children)
 	v.Title, v.Nav = "Run "+id, "runs"
 	v.Data = struct {
 		Run         state.Run
+		Ancestors   []state.Run
 		Outputs     state.OutputPage
 		Children    state.RunPage
 		Done, Total int64
 		History     []state.Event
 		Live        bool
-	}{run, outs, kids, done, total, hist, run.AgentID != "" && run.ClaimExpiresAt.After(c.o.Now())}
+	}{run, ancestors, outs, kids, done, total, hist, run.AgentID != "" && run.ClaimExpiresAt.After(c.o.Now())}
 	return "run", nil
 }
 

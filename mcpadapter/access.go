@@ -38,15 +38,11 @@ func (a Access) String() string {
 	return "none"
 }
 
-// adminTools are the tools that need AccessAdmin: they destroy a whole
-// namespace's or subject's state.
-var adminTools = []string{"sidecar_reset", "sidecar_erase"}
-
 // accessOf is the access tool t needs: admin for adminTools, read for the
 // read-only tools, write for the others.
 func accessOf(t *tool) Access {
 	switch {
-	case slices.Contains(adminTools, t.name):
+	case slices.Contains(AdminToolNames(), t.name):
 		return AccessAdmin
 	case t.hints.readOnly:
 		return AccessRead
@@ -54,13 +50,16 @@ func accessOf(t *tool) Access {
 	return AccessWrite
 }
 
-// ToolAccess returns the access the tool named name (unprefixed) needs, and
-// false for an unknown tool.
+// ToolAccess returns the access the tool named name (unprefixed) needs,
+// sidecar_erase included, and false for an unknown tool.
 func ToolAccess(name string) (Access, bool) {
 	for i := range table {
 		if table[i].name == name {
 			return accessOf(&table[i]), true
 		}
+	}
+	if name == eraseTool.name {
+		return accessOf(&eraseTool), true
 	}
 	return AccessNone, false
 }

@@ -191,3 +191,30 @@ func TestCallerPrincipalInHistory(t *testing.T) {
 		t.Fatalf("history_log = %s", got)
 	}
 }
+
+// sidecar_erase, offered after the 21, needs admin: a writer neither lists
+// nor calls it.
+func TestEraseNeedsAdmin(t *testing.T) {
+	m, _, _ := newClient(t, &mcpadapter.Options{AllowErase: true})
+	if a, ok := mcpadapter.ToolAccess("sidecar_erase"); !ok || a != mcpadapter.AccessAdmin {
+		t.Fatalf("ToolAccess(sidecar_erase) = %v, %v", a, ok)
+	}
+	for _, a := range []mcpadapter.Access{mcpadapter.AccessRead, mcpadapter.AccessWrite, mcpadapter.AccessAdmin} {
+		ctx := mcpadapter.WithCaller(t.Context(), mcpadapter.Caller{Principal: "p", Access: a})
+		lt, err := m.c.ListTools(ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := slices.ContainsFunc(lt.Tools, func(tl mcp.Tool) bool { return tl.Name == "sidecar_erase" })
+		if listed != (a == mcpadapter.AccessAdmin) {
+			t.Errorf("%s caller: sidecar_erase listed = %v", a, listed)
+		}
+		if a == mcpadapter.AccessAdmin {
+			continue
+		}
+		res := m.callCtx(ctx, "sidecar_erase", `{"subject":"alice"}`)
+		if text := textOf(t, res); !res.IsError || !strings.Contains(text, "permission denied: sidecar_erase needs admin access") {
+			t.Errorf("%s caller: sidecar_erase = %s", a, text)
+		}
+	}
+}

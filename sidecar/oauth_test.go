@@ -33,7 +33,7 @@ func oauthSidecar(t *testing.T, mod ...func(*Config)) (*oidctest.Provider, *runn
 	cfg := memConfig()
 	cfg.OAuth = OAuthConfig{Issuer: p.Issuer, Audience: testAudience, TenantClaim: "tenant"}
 	cfg.Tokens = []Token{{Secret: "static-ro", Namespace: "team-a", Scopes: []string{"state:read"}}}
-	cfg.AllowReset, cfg.AccessLog = true, true
+	cfg.AllowReset, cfg.AllowErase, cfg.AccessLog = true, true, true
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -110,6 +110,7 @@ func writeToolArgs(run string) map[string]map[string]any {
 		"lease_release":       {"resource_id": "printer", "holder_id": "bob"},
 		"lease_renew":         {"resource_id": "printer", "holder_id": "bob", "ttl_seconds": 10},
 		"session_save":        {"session_id": "s", "context": map[string]any{}},
+		"sidecar_erase":       {"subject": "alice"},
 	}
 }
 
@@ -137,7 +138,7 @@ func TestOAuthScopesAndPrincipal(t *testing.T) {
 	}
 	args := writeToolArgs(run)
 	var readTools, writeTools []string
-	for _, n := range mcpadapter.ToolNames() {
+	for _, n := range append(mcpadapter.ToolNames(), "sidecar_erase") {
 		if a, _ := mcpadapter.ToolAccess(n); a == mcpadapter.AccessRead {
 			readTools = append(readTools, n)
 		} else {
@@ -172,7 +173,7 @@ func TestOAuthScopesAndPrincipal(t *testing.T) {
 	if msg := callErr(t, writer, "sidecar_reset", nil); !strings.Contains(msg, "needs the state:admin scope") {
 		t.Errorf("writer's sidecar_reset: %q", msg)
 	}
-	if got := toolNames(t, writer); slices.Contains(got, "sidecar_reset") || !slices.Contains(got, "state_set") {
+	if got := toolNames(t, writer); slices.Contains(got, "sidecar_reset") || slices.Contains(got, "sidecar_erase") || !slices.Contains(got, "state_set") {
 		t.Errorf("writer's tools/list: %v", got)
 	}
 	admin := connect(t, r.URL, false, bearer(tokenOf(t, p, "admin")))

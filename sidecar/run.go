@@ -62,6 +62,9 @@ func run(ctx context.Context, cfg Config, env Env) error {
 		err = sc.ServeStdio(ctx, env.Stdin, env.Stdout)
 	} else {
 		log.Info("listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp")
+		if sc.console != nil {
+			log.Info("operator console", "url", "http://"+ln.Addr().String()+"/ui/")
+		}
 		err = sc.Serve(ctx, ln)
 	}
 	if cerr := sc.Close(); cerr != nil && !errors.Is(cerr, state.ErrClosed) {

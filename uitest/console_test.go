@@ -97,6 +97,7 @@ func TestConsoleRunsClaimsAndActions(t *testing.T) {
 		// One run: its claim, checkpoints and history.
 		p.click(row + " td a")
 		p.seenText("#run-agent", "agent-7")
+		p.seenText("#ancestors", "review-pr-42") // its family: the parent above it
 		p.seenText("#outputs", "finding 2")
 		p.seenText("#history", "checkpointed")
 		p.unseen("#outputs pre") // the JSON is collapsed until clicked
@@ -123,6 +124,13 @@ func TestConsoleRunsClaimsAndActions(t *testing.T) {
 		p.seenText("#outputs", "finding 3")
 		p.unseen("#changes")
 		p.unseen("#flash") // the release's notice is not repeated by the reload
+
+		// Released, the run is claimable: the filter of stuck runs finds it.
+		p.open(srv.URL + "/ui/runs")
+		p.click(`input[name=claimable]`)
+		p.click(`.filters button`)
+		p.seenText(row, "running")
+		p.unseen(fmt.Sprintf(`#runs tr[data-id=%q]`, s.parent.ID)) // waiting for its children
 
 		// Fail the other child; the parent's join counts it.
 		p.open(srv.URL + "/ui/runs/" + s.open.ID)

@@ -29,8 +29,13 @@ const skipped = 0
 // one call. Claims made at the same moment share a round trip and a
 // transaction (see batcher). A run whose columns do not hold its fields
 // (one stored before schema version 4) is left to package state's portable
-// claim: backend.ErrSkip.
+// claim: backend.ErrSkip. So is a claim whose event's writer is not its
+// agent (q.Writer: an agent acting for an authenticated principal), which
+// the claim function, writing the agent, cannot record.
 func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.ClaimResult, error) {
+	if q.Writer != "" && q.Writer != q.AgentID {
+		return backend.ClaimResult{}, backend.ErrSkip
+	}
 	agent, err := json.Marshal(q.AgentID)
 	if err != nil {
 		return backend.ClaimResult{}, fmt.Errorf("pgstate: claim: %w", err)

@@ -13,8 +13,14 @@ import (
 // migrations/001_init.sql), which reads the lease, decides as
 // state.Store.TryAcquireLease, RenewLease and ReleaseLease do, and writes
 // the lease and its history event. Lease calls made at the same moment share a round trip
-// and a transaction (see batcher).
+// and a transaction (see batcher). A call whose event's writer is not its
+// holder (q.Writer: a holder acting for an authenticated principal), which
+// the lease function, writing the holder, cannot record, is left to
+// package state's portable code: backend.ErrSkip.
 func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.LeaseResult, error) {
+	if q.Writer != "" && q.Writer != q.Holder {
+		return backend.LeaseResult{}, backend.ErrSkip
+	}
 	if q.Action < backend.LeaseAcquire || q.Action > backend.LeaseRelease {
 		return backend.LeaseResult{}, fmt.Errorf("pgstate: lease: unknown action %d", q.Action)
 	}

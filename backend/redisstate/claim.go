@@ -23,10 +23,16 @@ func (d *Driver) ClaimRun(ctx context.Context, q *backend.ClaimQuery) (backend.C
 	return d.claims.do(ctx, q.NS, q.Now, q)
 }
 
-// claimArgs appends the script arguments of claim q.
+// claimArgs appends the script arguments of claim q. The scripts take the
+// event's writer where they once took the agent id, which they used for
+// nothing else (the run keeps the agent as its JSON).
 func claimArgs(args []any, q *backend.ClaimQuery) []any {
 	agent, _ := json.Marshal(q.AgentID) // a string always encodes
-	return append(args, q.RunID, q.AgentID, ttlMs(q.TTL), agent)
+	writer := q.Writer
+	if writer == "" {
+		writer = q.AgentID
+	}
+	return append(args, q.RunID, writer, ttlMs(q.TTL), agent)
 }
 
 // claimReply decodes the script's reply to claim q.

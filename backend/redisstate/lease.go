@@ -25,7 +25,11 @@ func (d *Driver) Lease(ctx context.Context, q *backend.LeaseQuery) (backend.Leas
 // leaseArgs appends the script arguments of lease call q.
 func leaseArgs(args []any, q *backend.LeaseQuery) []any {
 	holder, _ := json.Marshal(q.Holder) // a string always encodes
-	return append(args, int(q.Action), q.Resource, q.Holder, ttlMs(q.TTL), backend.LeaseKey(q.Resource), holder)
+	writer := q.Writer
+	if writer == "" {
+		writer = q.Holder
+	}
+	return append(args, int(q.Action), q.Resource, q.Holder, ttlMs(q.TTL), backend.LeaseKey(q.Resource), holder, writer)
 }
 
 // leaseReply decodes the script's reply to lease call q: ok and takeover

@@ -116,3 +116,49 @@ func TestPackedRunsKeepEveryByte(t *testing.T) {
 		}
 	}
 }
+
+// TestCallsForAPrincipalTakeTheScripts checks that claims and lease calls
+// made for an authenticated principal (what an authenticating sidecar
+// makes) are served by the scripts alone, not by the portable code, and
+// that their history records the principal.
+func TestCallsForAPrincipalTakeTheScripts(t *testing.T) {
+	d := newDriver(t, sharedClient(t))
+	log := &calltest.Log{}
+	st, err := state.New(d, &state.Options{Clock: statetest.NewClock(), SweepInterval: -1, Namespace: "audited", Tracer: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pctx := state.WithPrincipal(ctx, "alice")
+	run, err := st.CreateRun(ctx, "job", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	only := func(what, op string, f func() error) {
+		t.Helper()
+		var err error
+		ops := log.During(func() { err = f() })
+		ops = slices.DeleteFunc(ops, func(c string) bool { return c == "check_config" })
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !slices.Equal(ops, []string{op}) {
+			t.Errorf("%s for a principal made the calls %v; want the script's alone", what, ops)
+		}
+	}
+	only("a claim", "claim", func() error { _, err := st.ClaimRun(pctx, run.ID, "agent"); return err })
+	only("a heartbeat", "claim", func() error { _, err := st.ClaimRun(pctx, run.ID, "agent"); return err })
+	only("an acquire", "lease", func() error { _, err := st.TryAcquireLease(pctx, "res", "agent", time.Minute); return err })
+	only("a renew", "lease", func() error { _, err := st.RenewLease(pctx, "res", "agent", time.Minute); return err })
+	for _, key := range []string{run.ID, "res"} {
+		evs, err := st.History(ctx, state.HistoryQuery{Key: key, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.AgentID != "agent" || e.Principal != "alice" {
+				t.Errorf("history of %s: %s by %q for %q; want agent for alice", key, e.Op, e.AgentID, e.Principal)
+			}
+		}
+	}
+}

@@ -25,8 +25,10 @@
 -- claim's reply is one string rather than a table.
 --
 -- KEYS[1] is the namespace's base (see base.lua for the layout).
--- ARGV: now ('' for Redis's clock), then per claim: run id, agent, claim
--- TTL ms, and the agent as Go's encoding/json writes it. The names of the
+-- ARGV: now ('' for Redis's clock), then per claim: run id, the event's
+-- writer (the agent, or the agent joined with the principal it acts for:
+-- backend.ClaimQuery.Writer), claim TTL ms, and the agent as Go's
+-- encoding/json writes it (which is all the script compares and keeps). The names of the
 -- layout's keys are not arguments, which cost too, but spelled out in the
 -- script by scripts.go: $RunPrefix, $ClaimedCount, $ChildCounts and
 -- $Claimed below.
@@ -109,7 +111,7 @@ end
 
 local RUN = '<Bi8i8i8i8i8Bc0Bc0i4c0i4c0'
 local REC = '<i8i8i8i8i4' .. RUN -- the record: its header, then the run
-local function claim(RK, id, agent, ttl, aj)
+local function claim(RK, id, writer, ttl, aj)
   local r = cur[RK]
   if not r then return '10' .. nowp end
   local _, rc, _, rx, rwl = struct.unpack('<i8i8i8i8i4', r)
@@ -159,7 +161,7 @@ local function claim(RK, id, agent, ttl, aj)
     bump(CK)
     if pk then bump(pk) end
   end
-  evs[#evs + 1] = struct.pack('<i8i8i4i4i4i4i4', rev, now, #id, #op, #agent, #value, #prev) .. id .. op .. agent .. value .. prev
+  evs[#evs + 1] = struct.pack('<i8i8i4i4i4i4i4', rev, now, #id, #op, #writer, #value, #prev) .. id .. op .. writer .. value .. prev
   hks[#hks + 1] = B .. ':h:' .. id
   if held then return '50' .. rr end
   return '4' .. re .. rr

@@ -25,8 +25,10 @@
 -- table.
 --
 -- KEYS[1] is the namespace's base (see base.lua for the layout).
--- ARGV: now ('' for Redis's clock), run id, agent, claim TTL ms, and the
--- agent as Go's encoding/json writes it. The names of the layout's keys are
+-- ARGV: now ('' for Redis's clock), run id, the event's writer (the agent,
+-- or the agent joined with the principal it acts for:
+-- backend.ClaimQuery.Writer), claim TTL ms, and the agent as Go's
+-- encoding/json writes it (which is all the script compares and keeps). The names of the layout's keys are
 -- not arguments, which cost too, but spelled out in the script by
 -- scripts.go: $RunPrefix, $ClaimedCount, $ChildCounts and $Claimed below.
 -- Reply: one string, the outcome as a digit (1 not found, 2 finished, 3
@@ -67,7 +69,7 @@ if st == 'waiting' then return '60' .. struct.pack('<i8', now) .. r end
 
 -- The claim is live while the run has an agent and an expiry after now.
 -- The TTL stays a string: arithmetic and struct.pack take it as a number.
-local id, agent, ttl, aj = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local id, writer, ttl, aj = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local held = ag ~= '' and cx > now
 if held and ag ~= aj then return '30' .. struct.pack('<i8', now) .. r end
 
@@ -132,7 +134,7 @@ else
   end
 end
 local n = redis.call('RPUSH', B .. ':ev',
-  struct.pack('<i8i8i4i4i4i4i4', rev, now, #id, #op, #agent, #value, #prev) .. id .. op .. agent .. value .. prev)
+  struct.pack('<i8i8i4i4i4i4i4', rev, now, #id, #op, #writer, #value, #prev) .. id .. op .. writer .. value .. prev)
 if m[2] then n = n + m[2] end
 redis.call('RPUSH', B .. ':h:' .. id, string.format('%d', n))
 redis.call('PUBLISH', B .. ':changes', '')

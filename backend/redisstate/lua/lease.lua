@@ -21,7 +21,8 @@
 -- KEYS[1] is the namespace's base (see base.lua for the layout).
 -- ARGV: now ('' for Redis's clock), then per call: action (1 acquire, 2
 -- renew, 3 release), resource, holder, TTL ms, lease record key, holder as
--- Go's encoding/json writes it.
+-- Go's encoding/json writes it, and the event's writer (the holder, or the
+-- holder joined with the principal it acts for: backend.LeaseQuery.Writer).
 -- Reply: per call one string, ok and takeover as digits (0 or 1), now
 -- (struct '<i8'), then the lease record packed, if any: the lease after
 -- the action when ok (before it, for a release), otherwise the live lease
@@ -37,18 +38,18 @@ else
   now = tonumber(now)
 end
 local nowp = struct.pack('<i8', now)
-local n = (#ARGV - 1) / 6
+local n = (#ARGV - 1) / 7
 
 -- The counters of removed events and revisions, and every lease.
 local keys = {B .. ':off', REV}
-for i = 1, n do keys[2 + i] = B .. ':r:' .. ARGV[6 * i] end
+for i = 1, n do keys[2 + i] = B .. ':r:' .. ARGV[7 * i - 1] end
 local m = redis.call('MGET', unpack(keys))
 local cur, xs, was = {}, {}, {} -- per record key: as this batch leaves it, its expiry, and at the start
 for i = 3, #keys do
   local k = keys[i]
   if cur[k] == nil then
     local r = m[i]
-    cur[k], was[k], xs[k] = r, {r and true, 0, ARGV[6 * (i - 2)]}, 0
+    cur[k], was[k], xs[k] = r, {r and true, 0, ARGV[7 * (i - 2) - 1]}, 0
     if r then
       local x = struct.unpack('<i8', r, 25)
       xs[k], was[k][2] = x, x
@@ -65,7 +66,7 @@ if not rev then
 end
 
 local order, touched, evs, hks = {}, {}, {}, {}
-local function lease(rk, act, res, holder, ttls, hj0)
+local function lease(rk, act, res, holder, ttls, hj0, writer)
   local r = cur[rk]
   local isLive, w, fence, x = false, nil, 0, 0
   if r then
@@ -113,15 +114,15 @@ local function lease(rk, act, res, holder, ttls, hj0)
     value = '{"holder":' .. hj0 .. string.format(',"fence":%d,"expires_at":%d}', fence, nx)
   end
   if not touched[rk] then touched[rk] = true; order[#order + 1] = rk end
-  evs[#evs + 1] = struct.pack('<i8i8i4i4i4i4i4', rev, now, #res, #op, #holder, #value, #prev) .. res .. op .. holder .. value .. prev
+  evs[#evs + 1] = struct.pack('<i8i8i4i4i4i4i4', rev, now, #res, #op, #writer, #value, #prev) .. res .. op .. writer .. value .. prev
   hks[#hks + 1] = B .. ':h:' .. res
   return '1' .. takeover .. nowp .. lr
 end
 
 local out = {}
 for i = 1, n do
-  local a = 6 * i - 4
-  out[i] = lease(keys[2 + i], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 5])
+  local a = 7 * i - 5
+  out[i] = lease(keys[2 + i], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 5], ARGV[a + 6])
 end
 if #evs == 0 then return out end
 

@@ -17,7 +17,8 @@
 -- KEYS[1] is the namespace's base (see base.lua for the layout).
 -- ARGV: now ('' for Redis's clock), action (1 acquire, 2 renew, 3
 -- release), resource, holder, TTL ms, lease record key, holder as Go's
--- encoding/json writes it.
+-- encoding/json writes it, and the event's writer (the holder, or the
+-- holder joined with the principal it acts for: backend.LeaseQuery.Writer).
 -- Reply: one string, ok and takeover as digits (0 or 1), now (struct
 -- '<i8'), then the lease record packed, if any: the lease after the action
 -- when ok (before it, for a release), otherwise the live lease that
@@ -99,7 +100,7 @@ else
   value = '{"holder":' .. ARGV[7] .. string.format(',"fence":%d,"expires_at":', fence) .. nxs .. '}'
 end
 local n = redis.call('RPUSH', B .. ':ev',
-  struct.pack('<i8i8i4i4i4i4i4', rev, now, #res, #op, #holder, #value, #prev) .. res .. op .. holder .. value .. prev)
+  struct.pack('<i8i8i4i4i4i4i4', rev, now, #res, #op, #ARGV[8], #value, #prev) .. res .. op .. ARGV[8] .. value .. prev)
 redis.call('RPUSH', B .. ':h:' .. res, string.format('%d', n + (tonumber(m[3]) or 0)))
 redis.call('PUBLISH', B .. ':changes', '')
 return '1' .. takeover .. nowp .. lr
