@@ -29,6 +29,8 @@ type space struct {
 	// Read checks (check.go).
 	checking int    // checks in flight
 	waiting  *round // readers waiting for the next check to start
+	// lastReaders is the number of reads the last read check served.
+	lastReaders int
 
 	// dmu guards what follows; only the leader writes it.
 	dmu  sync.RWMutex
@@ -55,8 +57,9 @@ func (s *space) unlock() { s.mu.Unlock() }
 // starts after they arrive, which brings the cache up to the head as it
 // was when the round began, or later.
 type round struct {
-	done chan struct{}
-	err  error
+	done    chan struct{}
+	err     error
+	readers int // reads waiting for it, for a read check
 }
 
 type itemKind uint8
