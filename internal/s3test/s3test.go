@@ -1,8 +1,8 @@
 // Package s3test helps the tests of the S3 backend: it reads the S3 URL
 // tests run against (STATE_TEST_S3_URL) and gives each test a prefix of
 // its own, deleted afterwards; starts gofakes3 in the test's process for
-// fast tests; and starts throwaway versitygw gateways (a real S3 server)
-// on spare loopback ports.
+// fast tests; and, given a versitygw binary (EnvGateway), starts a
+// throwaway gateway (a real S3 server) on a spare loopback port.
 package s3test
 
 import (
@@ -30,7 +30,8 @@ import (
 // EnvURL names the variable holding the S3 URL the tests use, of the form
 // the store opens: s3://BUCKET/PREFIX?endpoint=http://127.0.0.1:PORT&region=us-east-1,
 // with credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY. Tests
-// needing it skip when it is unset; .ci/run starts a versitygw and sets it.
+// needing it skip when it is unset (unless EnvGateway names a versitygw to
+// start); .ci/run starts a versitygw and sets it.
 const EnvURL = "STATE_TEST_S3_URL"
 
 // Wait bounds every wait for a server.
@@ -44,7 +45,8 @@ func URL(t testing.TB) string {
 	u := OptionalURL(t)
 	if u == "" {
 		t.Skipf("set %s (e.g. s3://state-test?endpoint=http://127.0.0.1:7070&region=us-east-1, with "+
-			"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; .ci/run starts a versitygw and sets it) to run the S3 tests", EnvURL)
+			"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; .ci/run starts a versitygw and sets it), or %s "+
+			"to a versitygw binary for the tests to start one, to run the S3 tests", EnvURL, EnvGateway)
 	}
 	return u
 }
@@ -54,6 +56,12 @@ func URL(t testing.TB) string {
 func OptionalURL(t testing.TB) string {
 	t.Helper()
 	raw := os.Getenv(EnvURL)
+	if raw == "" && os.Getenv(EnvGateway) != "" {
+		if err := ensureGateway(); err != nil {
+			t.Fatal(err)
+		}
+		raw = os.Getenv(EnvURL)
+	}
 	if raw == "" {
 		skipnote.Note(EnvURL, "S3")
 		t.Logf("the S3 server cases are skipped: set %s to run them", EnvURL)
