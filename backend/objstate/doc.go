@@ -63,9 +63,10 @@
 // A read waits for a check that the cache is current: a read of the head
 // conditioned on the tag the cache is at (GET If-None-Match on S3,
 // answered 304 when nothing changed), begun after the read arrived, which
-// serves every read that arrived before it began (up to two checks run at
-// once, each taking the reads that arrived since the one before, and they
-// do not wait for the leader, which may be writing). When the head moved,
+// serves every read that arrived before it began (one check runs at a
+// time; it lets the readers ready to run join it and takes them just
+// before it sends, and it does not wait for the leader, which may be
+// writing). When the head moved,
 // the leader applies the new commits first. So a read sees every commit
 // acknowledged before it began, by any process, and costs one cheap request
 // shared by all the reads waiting at the time.
