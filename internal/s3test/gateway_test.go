@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/statesidecar/state"
-	"github.com/statesidecar/state/backend/s3state"
 	"github.com/statesidecar/state/internal/s3test"
 	"github.com/statesidecar/state/internal/skipnote"
+	"github.com/statesidecar/state/internal/storetest"
 )
 
 // TestMain forgets any S3 URL of the environment, so that the tests go
@@ -55,15 +55,7 @@ func TestGatewayServesTheStore(t *testing.T) {
 		t.Fatalf("second create-if-absent: want PreconditionFailed, got %v", err)
 	}
 
-	d, err := s3state.Open(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := state.New(d, &state.Options{SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Open(t, s3test.URL(t), &state.Options{SweepInterval: -1})
 	for i := range 3 {
 		if _, err := st.Set(ctx, fmt.Sprint("k", i), i); err != nil {
 			t.Fatal(err)
