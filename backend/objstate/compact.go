@@ -64,8 +64,49 @@ func (s *space) maybeCompact() {
 		return
 	}
 	s.compacting.Store(true)
-	if !s.d.start(func() { defer s.compacting.Store(false); job() }) {
+	s.d.jobBegan()
+	if !s.d.start(func() { defer s.d.jobEnded(); defer s.compacting.Store(false); job() }) {
 		s.compacting.Store(false)
+		s.d.jobEnded()
+	}
+}
+
+func (d *Driver) jobBegan() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.jobs == 0 {
+		d.idle = make(chan struct{})
+	}
+	d.jobs++
+}
+
+func (d *Driver) jobEnded() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.jobs--
+	if d.jobs == 0 {
+		close(d.idle)
+	}
+}
+
+// WaitCompactions waits until no compaction job (a snapshot being written,
+// segments being merged) runs in any namespace of the driver, or ctx ends.
+// A bulk load leaves such jobs behind it, which load the medium (a
+// snapshot of a million records is some 360 MB) and slow the writes that
+// share it; a benchmark or a migration that wants to measure or hand over
+// a settled store waits for them. Jobs start again with later commits.
+func (d *Driver) WaitCompactions(ctx context.Context) error {
+	d.mu.Lock()
+	idle, running := d.idle, d.jobs > 0
+	d.mu.Unlock()
+	if !running {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -91,6 +91,10 @@ type Driver struct {
 	closed bool
 	spaces map[string]*space
 	wg     sync.WaitGroup // leaders and compactions
+	// jobs counts the compaction jobs running, in every namespace; idle
+	// is closed while there are none (compact.go).
+	jobs int
+	idle chan struct{}
 }
 
 var (

@@ -172,6 +172,11 @@ func openTarget(ctx context.Context, rawURL string, keep bool) (*target, error) 
 			err := m.List(ctx, prefix+"ns/", func(o objstate.ObjectInfo) bool { n += o.Size; return true })
 			return n, err
 		}
+		// A fill leaves a snapshot (some 360 MB at a million records)
+		// and merges being written behind it, which load the disk the
+		// timed writes wait on; wait for them, as the PostgreSQL target
+		// vacuums, before measuring rather than during.
+		t.settle = d.WaitCompactions
 		if !keep {
 			t.close = func() error {
 				var keys []string
