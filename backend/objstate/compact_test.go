@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,14 +15,17 @@ import (
 )
 
 // heldSnapshots is a medium whose snapshot writes wait until release is
-// closed.
+// closed; held is closed when the first one waits.
 type heldSnapshots struct {
 	objstate.Medium
 	release chan struct{}
+	held    chan struct{}
+	once    *sync.Once
 }
 
 func (h heldSnapshots) Write(ctx context.Context, key string, data []byte, c objstate.Cond) (string, error) {
 	if strings.Contains(key, "/snap/") {
+		h.once.Do(func() { close(h.held) })
 		select {
 		case <-h.release:
 		case <-ctx.Done():
@@ -37,16 +41,27 @@ func (h heldSnapshots) Write(ctx context.Context, key string, data []byte, c obj
 // it returns with the head naming the snapshot.
 func TestWaitCompactionsWaitsForTheSnapshot(t *testing.T) {
 	m := newMemMedium()
-	release := make(chan struct{})
-	d := open(t, heldSnapshots{Medium: m.handle(), release: release})
+	release, held := make(chan struct{}), make(chan struct{})
+	d := open(t, heldSnapshots{Medium: m.handle(), release: release, held: held, once: new(sync.Once)})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	value := `"` + strings.Repeat("x", 200) + `"`
-	for i := range 300 {
-		txn := &backend.Txn{NS: "ns", Then: []backend.Op{{Kind: backend.OpPut, Key: fmt.Sprint("k", i), Value: []byte(value)}}}
-		if _, err := d.Commit(ctx, txn); err != nil {
-			t.Fatal(err)
+	// Write until a snapshot job waits on its first part (the threshold
+	// is 16 KiB of log: about eighty of these).
+	for i := 0; ; i++ {
+		select {
+		case <-held:
+		default:
+			if i == 10_000 {
+				t.Fatal("10,000 commits and no snapshot started")
+			}
+			txn := &backend.Txn{NS: "ns", Then: []backend.Op{{Kind: backend.OpPut, Key: fmt.Sprint("k", i), Value: []byte(value)}}}
+			if _, err := d.Commit(ctx, txn); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
+		break
 	}
 
 	short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
